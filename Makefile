@@ -1,0 +1,41 @@
+# DRA Portal: the two commands people and scripts rely on are `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+
+.PHONY: demo test lint check clean
+
+$(VENV)/bin/python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "DRA Portal needs Python 3.11 or newer")'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+# Reinstall only when the dependency list changes.
+$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e .
+	@touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e ".[dev]"
+	@touch $(VENV)/.installed $@
+
+## demo: install, migrate, create the demo users and serve the portal on http://127.0.0.1:8000
+demo: $(VENV)/.installed
+	$(PY) manage.py migrate --no-input
+	$(PY) manage.py demo --host $(HOST) --port $(PORT)
+
+## test: install what is missing and run the whole suite
+test: $(VENV)/.installed-dev
+	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
+
+## lint: ruff, formatting and Django's checks (CI runs these too)
+lint: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) manage.py check
+	$(PY) manage.py makemigrations --check --dry-run
+
+clean:
+	rm -rf $(VENV) var staticfiles test-artifacts .pytest_cache .ruff_cache .mypy_cache

@@ -1,0 +1,18 @@
+"""``/api/v1/``: one router for every app's endpoints."""
+
+from django.urls import include, path
+from rest_framework.routers import DefaultRouter
+
+from portal.api import views
+
+app_name = "api"
+
+router = DefaultRouter()
+router.register("tenants", views.TenantViewSet, basename="tenant")
+router.register("quotas", views.QuotaViewSet, basename="quota")
+router.register("audit-events", views.AuditEventViewSet, basename="auditevent")
+
+urlpatterns = [
+    path("me/", views.CurrentUserView.as_view(), name="me"),
+    path("", include(router.urls)),
+]

@@ -1,0 +1,117 @@
+"""Tenancy API: the current user, tenants, quotas and the audit trail.
+
+Thin viewsets (STYLE §5): querysets come from ``visible_to(user)``, writes go through
+``portal.services.tenants``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, viewsets
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from portal.api.permissions import ReadForMembersWriteForStaff
+from portal.api.serializers import (
+    AuditEventSerializer,
+    CurrentUserSerializer,
+    QuotaSerializer,
+    TenantSerializer,
+)
+from portal.filtersets import AuditEventFilterSet, QuotaFilterSet, TenantFilterSet
+from portal.models import AuditEvent, Quota, Tenant
+from portal.services import tenants as tenant_services
+
+__all__ = ["AuditEventViewSet", "CurrentUserView", "QuotaViewSet", "TenantViewSet"]
+
+
+class CurrentUserView(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses=CurrentUserSerializer, summary="The signed-in user and their tenants")
+    def get(self, request: Request) -> Response:
+        return Response(CurrentUserSerializer(request.user).data)
+
+
+class TenantViewSet(viewsets.ModelViewSet):
+    """Tenants you belong to (all of them for portal admins). Writes: portal admins."""
+
+    serializer_class = TenantSerializer
+    permission_classes = [ReadForMembersWriteForStaff]
+    filterset_class = TenantFilterSet
+    lookup_field = "slug"
+    ordering_fields = ["name", "created_at"]
+
+    def get_queryset(self) -> QuerySet[Tenant]:
+        return Tenant.objects.visible_to(self.request.user).prefetch_related("namespaces")
+
+    def perform_create(self, serializer: TenantSerializer) -> None:
+        data: dict[str, Any] = dict(serializer.validated_data)
+        namespaces = data.pop("namespaces", [])
+        serializer.instance = tenant_services.save_tenant(
+            actor=self.request.user, tenant=None, namespaces=namespaces, **data
+        )
+
+    def perform_update(self, serializer: TenantSerializer) -> None:
+        data: dict[str, Any] = dict(serializer.validated_data)
+        namespaces = data.pop("namespaces", None)
+        serializer.instance = tenant_services.save_tenant(
+            actor=self.request.user, tenant=serializer.instance, namespaces=namespaces, **data
+        )
+
+    def perform_destroy(self, instance: Tenant) -> None:
+        tenant_services.delete_tenant(actor=self.request.user, tenant=instance)
+
+
+class QuotaViewSet(viewsets.ModelViewSet):
+    """Quotas of the tenants you can see. Writes: portal admins."""
+
+    serializer_class = QuotaSerializer
+    permission_classes = [ReadForMembersWriteForStaff]
+    filterset_class = QuotaFilterSet
+    ordering_fields = ["device_class_name", "updated_at"]
+
+    def get_queryset(self) -> QuerySet[Quota]:
+        return Quota.objects.visible_to(self.request.user).select_related("tenant")
+
+    def _save(self, serializer: QuotaSerializer) -> None:
+        data: dict[str, Any] = dict(serializer.validated_data)
+        if serializer.instance is not None:
+            data.setdefault("tenant", serializer.instance.tenant)
+            data.setdefault("device_class_name", serializer.instance.device_class_name)
+            if (data["tenant"], data["device_class_name"]) != (
+                serializer.instance.tenant,
+                serializer.instance.device_class_name,
+            ):
+                tenant_services.delete_quota(actor=self.request.user, quota=serializer.instance)
+        limits = {
+            key: data.get(key, getattr(serializer.instance, key, None))
+            for key in ("max_devices", "max_device_memory", "max_claims", "max_lease")
+        }
+        serializer.instance = tenant_services.save_quota(
+            actor=self.request.user,
+            tenant=data["tenant"],
+            device_class_name=data["device_class_name"],
+            **limits,
+        )
+
+    perform_create = _save
+    perform_update = _save
+
+    def perform_destroy(self, instance: Quota) -> None:
+        tenant_services.delete_quota(actor=self.request.user, quota=instance)
+
+
+class AuditEventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """The audit trail: everything for portal admins, your tenants' events for tenant admins."""
+
+    serializer_class = AuditEventSerializer
+    filterset_class = AuditEventFilterSet
+
+    def get_queryset(self) -> QuerySet[AuditEvent]:
+        return AuditEvent.objects.visible_to(self.request.user).select_related("tenant")

@@ -1,0 +1,28 @@
+"""The Celery application.
+
+Tasks are thin (STYLE §14): ids in, rows loaded, a service called. They use Celery's Django task
+class so ``task.delay_on_commit(...)`` enqueues only once the surrounding transaction commits.
+Queues are named for their work so operators can size workers per kind of work:
+``default`` (lifecycle: apply, release, expiry), ``watchers`` (long-running cluster watches) and
+``telemetry`` (exporter scrapes and rollups).
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+from kombu import Queue
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+
+app = Celery("portal", task_cls="celery.contrib.django.task:DjangoTask")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.task_queues = (Queue("default"), Queue("watchers"), Queue("telemetry"))
+app.conf.task_routes = {
+    "devices.tasks.watch_*": {"queue": "watchers"},
+    "devices.tasks.telemetry_*": {"queue": "telemetry"},
+}
+# The beat schedule lives in code; each app contributes its entries in ``BEAT_SCHEDULE``.
+app.conf.beat_schedule = {}
+app.autodiscover_tasks()

@@ -1,0 +1,40 @@
+"""Template context shared by every page: the navigation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from django.urls import NoReverseMatch, reverse
+
+__all__ = ["navigation"]
+
+# (label, url name, icon, staff only). Entries whose URL does not exist yet are left out, so the
+# navigation only ever shows pages that exist.
+NAVIGATION = [
+    ("Dashboard", "dashboard", "speedometer2", False),
+    ("Nodes", "node-list", "hdd-rack", False),
+    ("Devices", "device-list", "gpu-card", False),
+    ("Device classes", "deviceclass-list", "diagram-3", False),
+    ("Claims", "resourceclaim-list", "ticket-detailed", False),
+    ("Tenants & quotas", "tenant-list", "people", False),
+    ("Mirror", "mirror-status", "arrow-repeat", True),
+]
+
+
+def navigation(request: HttpRequest) -> dict[str, Any]:
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {"navigation": []}
+    current = request.resolver_match.url_name if request.resolver_match else None
+    items = []
+    for label, url_name, icon, staff_only in NAVIGATION:
+        if staff_only and not user.is_staff:
+            continue
+        try:
+            url = reverse(url_name)
+        except NoReverseMatch:
+            continue
+        active = current is not None and current.split("-")[0] == url_name.split("-")[0]
+        items.append({"label": label, "url": url, "icon": icon, "active": active})
+    return {"navigation": items}

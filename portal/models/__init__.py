@@ -1,0 +1,9 @@
+"""The tenancy domain: tenants own namespaces, users are members, quotas bound device use."""
+
+from portal.models.api_tokens import ApiToken
+from portal.models.audit import AuditEvent
+from portal.models.memberships import Membership
+from portal.models.quotas import Quota
+from portal.models.tenants import Tenant, TenantNamespace
+
+__all__ = ["ApiToken", "AuditEvent", "Membership", "Quota", "Tenant", "TenantNamespace"]

@@ -1,0 +1,63 @@
+"""Per-tenant, per-device-class limits. A blank limit means unlimited."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.db import models
+
+from portal.models.tenants import Tenant
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+__all__ = ["Quota", "QuotaQuerySet"]
+
+
+class QuotaQuerySet(models.QuerySet["Quota"]):
+    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> QuotaQuerySet:
+        """Quotas of the tenants the user may see."""
+        return self.filter(tenant__in=Tenant.objects.visible_to(user))
+
+
+class Quota(models.Model):
+    """How much of one DeviceClass a tenant may hold at once.
+
+    The device class is referenced by name, not by a foreign key to the mirror: a quota may be
+    set before a driver publishes its class, and survives the class being reinstalled.
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="quotas")
+    device_class_name = models.CharField(
+        "device class",
+        max_length=253,
+        help_text="Name of the DeviceClass, e.g. gpu.nvidia.com.",
+    )
+    max_devices = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Devices held at once. Blank: unlimited."
+    )
+    max_device_memory = models.PositiveBigIntegerField(
+        null=True,
+        blank=True,
+        help_text="Sum of the devices' memory capacity, in bytes. Blank: unlimited.",
+    )
+    max_claims = models.PositiveIntegerField(
+        null=True, blank=True, help_text="ResourceClaims held at once. Blank: unlimited."
+    )
+    max_lease = models.DurationField(
+        null=True, blank=True, help_text="Longest lease a claim may ask for. Blank: unlimited."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = QuotaQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["tenant__name", "device_class_name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "device_class_name"], name="one_quota_per_tenant_and_class"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant}: {self.device_class_name}"

@@ -1,0 +1,84 @@
+"""Tenants and the Kubernetes namespaces they own."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.core.validators import RegexValidator
+from django.db import models
+from django.urls import reverse
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+__all__ = ["Tenant", "TenantNamespace", "TenantQuerySet", "dns_label_validator"]
+
+dns_label_validator = RegexValidator(
+    r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+    "Enter a Kubernetes namespace name: up to 63 lowercase letters, digits and '-', "
+    "starting and ending with a letter or digit.",
+)
+
+
+class TenantQuerySet(models.QuerySet["Tenant"]):
+    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> TenantQuerySet:
+        """Tenants the user may see: all for portal admins (staff), their own for members."""
+        if not user.is_authenticated:
+            return self.none()
+        if user.is_staff:
+            return self.all()
+        return self.filter(memberships__user=user).distinct()
+
+    def administered_by(self, user: AbstractBaseUser | AnonymousUser) -> TenantQuerySet:
+        """Tenants the user may change: all for portal admins, those they are tenant admin of."""
+        if not user.is_authenticated:
+            return self.none()
+        if user.is_staff:
+            return self.all()
+        from portal.models.memberships import Membership
+
+        return self.filter(
+            memberships__user=user, memberships__role=Membership.Role.TENANT_ADMIN
+        ).distinct()
+
+
+class Tenant(models.Model):
+    """A team that owns Kubernetes namespaces and whose members claim devices within quotas."""
+
+    name = models.CharField(max_length=100, unique=True)
+    slug = models.SlugField(max_length=63, unique=True)
+    description = models.TextField(blank=True)
+    requires_approval = models.BooleanField(
+        default=False,
+        help_text="Claim requests of this tenant wait for a tenant admin or portal admin.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("tenant-detail", kwargs={"slug": self.slug})
+
+    @property
+    def namespace_names(self) -> list[str]:
+        return [namespace.name for namespace in self.namespaces.all()]
+
+
+class TenantNamespace(models.Model):
+    """A Kubernetes namespace owned by exactly one tenant; its claims count against the tenant."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="namespaces")
+    name = models.CharField(max_length=63, unique=True, validators=[dns_label_validator])
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,211 @@
+"""Tenants, their namespaces, members and quotas: the audited write paths.
+
+Each function checks nothing about who may call it: permission is the caller's gate
+(``Tenant.objects.administered_by`` / staff). Each records an audit event in the same
+transaction as the change, and is safe to retry: saving identical values changes nothing and
+records nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils.text import slugify
+
+from portal.models import AuditEvent, Membership, Quota, Tenant, TenantNamespace
+from portal.services.audit import record_event, snapshot
+
+__all__ = [
+    "delete_quota",
+    "delete_tenant",
+    "remove_member",
+    "save_quota",
+    "save_tenant",
+    "set_member",
+    "set_tenant_namespaces",
+]
+
+TENANT_FIELDS = ["name", "slug", "description", "requires_approval"]
+QUOTA_FIELDS = ["device_class_name", "max_devices", "max_device_memory", "max_claims", "max_lease"]
+
+
+def _tenant_state(tenant: Tenant) -> dict[str, Any]:
+    state = snapshot(tenant, TENANT_FIELDS)
+    state["namespaces"] = sorted(tenant.namespace_names)
+    return state
+
+
+def save_tenant(
+    *,
+    actor: AbstractBaseUser | None,
+    tenant: Tenant | None,
+    namespaces: list[str] | None = None,
+    **fields: Any,
+) -> Tenant:
+    """Creates (``tenant=None``) or updates a tenant and, when given, its namespace list."""
+    with transaction.atomic():
+        creating = tenant is None
+        if tenant is None:
+            tenant = Tenant(**fields)
+            before = None
+        else:
+            tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
+            before = _tenant_state(tenant)
+            for key, value in fields.items():
+                setattr(tenant, key, value)
+        if not tenant.slug:
+            tenant.slug = slugify(tenant.name)[:63]
+        tenant.full_clean()
+        tenant.save()
+        if namespaces is not None:
+            _replace_namespaces(tenant, namespaces)
+        after = _tenant_state(tenant)
+        if creating or before != after:
+            record_event(
+                actor=actor,
+                action=AuditEvent.Action.CREATED if creating else AuditEvent.Action.UPDATED,
+                obj=tenant,
+                tenant=tenant,
+                before=before,
+                after=after,
+            )
+    return tenant
+
+
+def _replace_namespaces(tenant: Tenant, names: list[str]) -> None:
+    wanted = sorted({name.strip() for name in names if name.strip()})
+    taken = dict(
+        TenantNamespace.objects.filter(name__in=wanted)
+        .exclude(tenant=tenant)
+        .values_list("name", "tenant__name")
+    )
+    if taken:
+        raise ValidationError(
+            {
+                "namespaces": [
+                    f"Namespace {name} already belongs to tenant {owner}."
+                    for name, owner in sorted(taken.items())
+                ]
+            }
+        )
+    existing = set(tenant.namespaces.values_list("name", flat=True))
+    for name in wanted:
+        if name not in existing:
+            TenantNamespace(tenant=tenant, name=name).full_clean(exclude=["tenant"])
+    tenant.namespaces.exclude(name__in=wanted).delete()
+    TenantNamespace.objects.bulk_create(
+        [TenantNamespace(tenant=tenant, name=name) for name in wanted if name not in existing]
+    )
+
+
+def set_tenant_namespaces(
+    *, actor: AbstractBaseUser | None, tenant: Tenant, namespaces: list[str]
+) -> Tenant:
+    """Makes ``namespaces`` exactly the tenant's namespace list (audited as a tenant update)."""
+    return save_tenant(actor=actor, tenant=tenant, namespaces=namespaces)
+
+
+def delete_tenant(*, actor: AbstractBaseUser | None, tenant: Tenant) -> None:
+    with transaction.atomic():
+        before = _tenant_state(tenant)
+        record_event(actor=actor, action=AuditEvent.Action.DELETED, obj=tenant, before=before)
+        tenant.delete()
+
+
+def set_member(
+    *,
+    actor: AbstractBaseUser | None,
+    tenant: Tenant,
+    user: AbstractBaseUser,
+    role: Membership.Role,
+) -> Membership:
+    """Adds ``user`` to the tenant with ``role``, or changes their role."""
+    with transaction.atomic():
+        membership, created = Membership.objects.select_for_update().get_or_create(
+            tenant=tenant, user=user, defaults={"role": role}
+        )
+        before = None if created else {"role": membership.role}
+        if not created and membership.role != role:
+            membership.role = role
+            membership.save(update_fields=["role"])
+        if created or before != {"role": role}:
+            record_event(
+                actor=actor,
+                action=AuditEvent.Action.CREATED if created else AuditEvent.Action.UPDATED,
+                obj=membership,
+                tenant=tenant,
+                before=before,
+                after={"user": user.get_username(), "role": str(role)},
+            )
+    return membership
+
+
+def remove_member(*, actor: AbstractBaseUser | None, membership: Membership) -> None:
+    with transaction.atomic():
+        record_event(
+            actor=actor,
+            action=AuditEvent.Action.DELETED,
+            obj=membership,
+            tenant=membership.tenant,
+            before={"user": membership.user.get_username(), "role": membership.role},
+        )
+        membership.delete()
+
+
+def save_quota(
+    *,
+    actor: AbstractBaseUser | None,
+    tenant: Tenant,
+    device_class_name: str,
+    max_devices: int | None = None,
+    max_device_memory: int | None = None,
+    max_claims: int | None = None,
+    max_lease: dt.timedelta | None = None,
+) -> Quota:
+    """Creates or replaces the tenant's quota for one device class (blank limits: unlimited)."""
+    values = {
+        "max_devices": max_devices,
+        "max_device_memory": max_device_memory,
+        "max_claims": max_claims,
+        "max_lease": max_lease,
+    }
+    with transaction.atomic():
+        quota = (
+            Quota.objects.select_for_update()
+            .filter(tenant=tenant, device_class_name=device_class_name)
+            .first()
+        )
+        before = snapshot(quota, QUOTA_FIELDS) if quota else None
+        if quota is None:
+            quota = Quota(tenant=tenant, device_class_name=device_class_name)
+        for key, value in values.items():
+            setattr(quota, key, value)
+        quota.full_clean()
+        after = snapshot(quota, QUOTA_FIELDS)
+        if before != after:
+            quota.save()
+            record_event(
+                actor=actor,
+                action=AuditEvent.Action.CREATED if before is None else AuditEvent.Action.UPDATED,
+                obj=quota,
+                tenant=tenant,
+                before=before,
+                after=after,
+            )
+    return quota
+
+
+def delete_quota(*, actor: AbstractBaseUser | None, quota: Quota) -> None:
+    with transaction.atomic():
+        record_event(
+            actor=actor,
+            action=AuditEvent.Action.DELETED,
+            obj=quota,
+            tenant=quota.tenant,
+            before=snapshot(quota, QUOTA_FIELDS),
+        )
+        quota.delete()

@@ -1,0 +1,25 @@
+"""The home page: what exists, at a glance."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from portal.models import ApiToken, Quota, Tenant
+from portal.overview import cluster_overview
+
+__all__ = ["dashboard"]
+
+
+@login_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    tenants = Tenant.objects.visible_to(request.user).prefetch_related("namespaces")
+    context = {
+        "tenants": tenants[:8],
+        "tenant_count": tenants.count(),
+        "quota_count": Quota.objects.visible_to(request.user).count(),
+        "token_count": ApiToken.objects.filter(user=request.user).usable().count(),
+        "cluster": cluster_overview(request.user),
+    }
+    return render(request, "portal/dashboard.html", context)

@@ -1,0 +1,47 @@
+"""Browser fixtures: Playwright driving Debian's chromium, headless, against the live server."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs a loop
+
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture
+def browser_page(chromium_path: str) -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_FLAGS)
+        context = browser.new_context(viewport={"width": 1366, "height": 820})
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        try:
+            yield page
+        finally:
+            context.close()
+            browser.close()
+
+
+@pytest.fixture
+def sign_in(live_server):
+    def do(page, username: str, password: str = "correct horse battery") -> None:  # noqa: S107
+        page.goto(f"{live_server.url}/login/")
+        page.fill("#id_username", username)
+        page.fill("#id_password", password)
+        page.click("button[type=submit]")
+
+    return do

@@ -1,0 +1,154 @@
+"""Shared fixtures: the personas and the real services.
+
+Personas (STYLE §17): alice is tenant admin of team-a, bob her teammate (member), carol a
+member of team-b, root a portal admin. team-a owns namespaces ``team-a-dev`` and ``gpu-test1``,
+team-b owns ``team-b-prod``.
+
+Services: tests that need PostgreSQL or Redis use the ``postgres`` / ``redis_url`` fixtures,
+which skip with a reason when the service is not configured, and fail instead when
+``REQUIRE_SERVICES=1`` (CI), so a CI run can never pass by skipping them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+from django.test import Client
+from rest_framework.test import APIClient
+
+from portal.models import Membership
+from tests.factories import (
+    MembershipFactory,
+    QuotaFactory,
+    TenantFactory,
+    TenantNamespaceFactory,
+    UserFactory,
+)
+
+SHARED_FIXTURES = Path(__file__).resolve().parent.parent / "devices" / "fixtures"
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+
+def _require_services() -> bool:
+    return os.environ.get("REQUIRE_SERVICES", "") in ("1", "true", "yes")
+
+
+def _unavailable(reason: str) -> None:
+    if _require_services():
+        pytest.fail(f"REQUIRE_SERVICES is set but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def postgres(db: None) -> None:
+    """The test runs on PostgreSQL (DATABASE_URL); skipped (or failed in CI) otherwise."""
+    if connection.vendor != "postgresql":
+        _unavailable("PostgreSQL is not configured (set DATABASE_URL=postgres://...)")
+
+
+@pytest.fixture
+def redis_url() -> str:
+    """A reachable Redis (REDIS_URL); skipped (or failed in CI) otherwise."""
+    url = settings.REDIS_URL
+    if not url:
+        _unavailable("Redis is not configured (set REDIS_URL=redis://...)")
+    import redis
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=2).ping()
+    except redis.RedisError as error:
+        _unavailable(f"Redis at REDIS_URL is not reachable: {error}")
+    return url
+
+
+@pytest.fixture
+def chromium_path() -> str:
+    path = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(path).exists():
+        if os.environ.get("REQUIRE_BROWSER", "") in ("1", "true", "yes"):
+            pytest.fail("REQUIRE_BROWSER is set but Debian's chromium is not installed")
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    return path
+
+
+@pytest.fixture
+def artifacts_dir() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture
+def team_a(db):
+    tenant = TenantFactory(name="Team A", slug="team-a")
+    TenantNamespaceFactory(tenant=tenant, name="team-a-dev")
+    TenantNamespaceFactory(tenant=tenant, name="gpu-test1")
+    QuotaFactory(tenant=tenant, device_class_name="gpu.nvidia.com", max_devices=8)
+    return tenant
+
+
+@pytest.fixture
+def team_b(db):
+    tenant = TenantFactory(name="Team B", slug="team-b")
+    TenantNamespaceFactory(tenant=tenant, name="team-b-prod")
+    QuotaFactory(tenant=tenant, device_class_name="gpu.nvidia.com", max_devices=2)
+    return tenant
+
+
+@pytest.fixture
+def alice(team_a):
+    user = UserFactory(username="alice", first_name="Alice")
+    MembershipFactory(user=user, tenant=team_a, role=Membership.Role.TENANT_ADMIN)
+    return user
+
+
+@pytest.fixture
+def bob(team_a):
+    user = UserFactory(username="bob", first_name="Bob")
+    MembershipFactory(user=user, tenant=team_a, role=Membership.Role.MEMBER)
+    return user
+
+
+@pytest.fixture
+def carol(team_b):
+    user = UserFactory(username="carol", first_name="Carol")
+    MembershipFactory(user=user, tenant=team_b, role=Membership.Role.MEMBER)
+    return user
+
+
+@pytest.fixture
+def root(db):
+    return UserFactory(username="root", is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def personas(alice, bob, carol, root):
+    return {"alice": alice, "bob": bob, "carol": carol, "root": root}
+
+
+def _client_for(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def client_as():
+    """``client_as(user)``: a Django test client signed in as ``user``."""
+    return _client_for
+
+
+@pytest.fixture
+def api_as():
+    """``api_as(user)``: a DRF client authenticated (session) as ``user``."""
+
+    def make(user) -> APIClient:
+        client = APIClient()
+        client.force_authenticate(user)
+        return client
+
+    return make

@@ -1,0 +1,88 @@
+"""Settings: production mode refuses to start without its secrets."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "REDIS_URL", "DEBUG")
+    }
+    clean.update(env)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_production_mode_refuses_to_start_without_its_secrets():
+    result = run_manage("check", DEBUG="false")
+    assert result.returncode != 0
+    message = result.stderr.strip().splitlines()[-1]
+    assert "ImproperlyConfigured" in message
+    for name in ("SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "REDIS_URL"):
+        assert name in message
+
+
+def test_production_mode_names_only_what_is_missing():
+    result = run_manage("check", DEBUG="false", SECRET_KEY="x" * 60, ALLOWED_HOSTS="portal.example")
+    message = result.stderr.strip().splitlines()[-1]
+    assert "DATABASE_URL, REDIS_URL" in message
+    assert "SECRET_KEY" not in message
+
+
+def test_secrets_can_come_from_files(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("s" * 60 + "\n")
+    result = run_manage(
+        "check",
+        DEBUG="false",
+        SECRET_KEY_FILE=str(secret),
+        ALLOWED_HOSTS="portal.example",
+        DATABASE_URL="postgres://portal@127.0.0.1:5432/portal",
+        REDIS_URL="redis://127.0.0.1:6379/0",
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_deploy_checklist_is_clean_in_production_mode():
+    result = run_manage(
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        DEBUG="false",
+        SECRET_KEY="kQ7-x9Lm2pZ4vR8sT1wY6uE3oI5aN0bC" * 2,
+        ALLOWED_HOSTS="portal.example",
+        DATABASE_URL="postgres://portal@127.0.0.1:5432/portal",
+        REDIS_URL="redis://127.0.0.1:6379/0",
+    )
+    assert result.returncode == 0, result.stderr + result.stdout
+
+
+def test_a_misspelt_boolean_is_a_clear_error():
+    result = run_manage("check", DEBUG="maybe")
+    assert "DEBUG='maybe' is not a boolean" in result.stderr
+
+
+def test_with_nothing_set_the_portal_runs_on_sqlite_with_in_process_tasks():
+    result = run_manage(
+        "shell",
+        "-c",
+        "from django.conf import settings as s; "
+        "print(s.DATABASES['default']['ENGINE'], s.CELERY_TASK_ALWAYS_EAGER, s.DEBUG)",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "django.db.backends.sqlite3 True True"

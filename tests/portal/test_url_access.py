@@ -1,0 +1,123 @@
+"""Meta-tests over every URL pattern (STYLE §19).
+
+Every page needs a login, every API endpoint answers 401/403 anonymously, and another tenant's
+objects are 404. A new URL with a parameter must be given a sample object below, so no URL can
+be added without being checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from portal.models import AuditEvent
+from portal.services.api_tokens import issue_api_token
+
+PUBLIC = {"login", "logout"}
+
+
+def _walk(patterns: list[Any], namespace: str = "") -> Iterator[tuple[str, list[str]]]:
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            if pattern.app_name == "admin":
+                continue  # Django's admin has its own login gate; checked below via its index.
+            inner = f"{namespace}{pattern.namespace}:" if pattern.namespace else namespace
+            yield from _walk(pattern.url_patterns, inner)
+        elif isinstance(pattern, URLPattern) and pattern.name:
+            params = list(pattern.pattern.regex.groupindex)
+            if "format" in params:
+                continue  # DRF's ".json" suffix variants of routes checked without suffix
+            yield f"{namespace}{pattern.name}", params
+
+
+def all_url_names() -> list[tuple[str, list[str]]]:
+    return sorted(set((name, tuple(params)) for name, params in _walk(get_resolver().url_patterns)))
+
+
+@pytest.fixture
+def team_a_objects(alice, team_a):
+    token = issue_api_token(user=alice, name="ci", lifetime=None).token
+    event = AuditEvent.objects.create(
+        actor=alice,
+        actor_name="alice",
+        action=AuditEvent.Action.UPDATED,
+        tenant=team_a,
+        object_type="portal.Tenant",
+        object_id=str(team_a.pk),
+        object_repr="Team A",
+    )
+    return {
+        "slug": team_a.slug,
+        "token": token.pk,
+        "quota": team_a.quotas.first().pk,
+        "auditevent": event.pk,
+    }
+
+
+def sample_kwargs(name: str, params: tuple[str, ...], objects: dict[str, Any]) -> dict[str, Any]:
+    """Kwargs that point each URL at one of team-a's objects."""
+    by_name = {
+        "apitoken-revoke": {"pk": objects["token"]},
+        "api:quota-detail": {"pk": objects["quota"]},
+        "api:auditevent-detail": {"pk": objects["auditevent"]},
+    }
+    if name in by_name:
+        return by_name[name]
+    if params == ("slug",):
+        return {"slug": objects["slug"]}
+    if not params:
+        return {}
+    raise AssertionError(f"URL {name} takes {params}: give it a team-a object in sample_kwargs")
+
+
+@pytest.mark.django_db
+def test_every_url_requires_a_login(client, team_a_objects):
+    checked = 0
+    for name, params in all_url_names():
+        if name in PUBLIC:
+            continue
+        url = reverse(name, kwargs=sample_kwargs(name, params, team_a_objects))
+        response = client.get(url)
+        if url.startswith("/api/"):
+            assert response.status_code in (401, 403), f"{url} answered {response.status_code}"
+        else:
+            assert response.status_code == 302, f"{url} answered {response.status_code}"
+            assert response["Location"].startswith(reverse("login")), url
+        checked += 1
+    assert checked >= 10
+
+
+@pytest.mark.django_db
+def test_the_admin_requires_a_portal_admin(client, client_as, carol):
+    assert client.get("/admin/").status_code == 302
+    assert client_as(carol).get("/admin/").status_code == 302
+    assert client_as(carol).get("/admin/portal/tenant/").status_code == 302
+
+
+@pytest.mark.django_db
+def test_another_tenant_never_sees_team_a_objects(client_as, carol, team_a_objects):
+    client = client_as(carol)
+    checked = 0
+    for name, params in all_url_names():
+        if not params:
+            continue
+        url = reverse(name, kwargs=sample_kwargs(name, params, team_a_objects))
+        response = client.post(url) if name.endswith("-revoke") else client.get(url)
+        assert response.status_code == 404, f"{url} answered {response.status_code} to carol"
+        checked += 1
+    assert checked >= 3
+
+
+@pytest.mark.django_db
+def test_the_schema_and_api_docs_are_served_offline(client_as, carol):
+    client = client_as(carol)
+    schema = client.get("/api/schema/")
+    assert schema.status_code == 200
+    assert b"/api/v1/tenants/" in schema.content
+    docs = client.get("/api/docs/")
+    assert docs.status_code == 200
+    assert b"/static/drf_spectacular_sidecar/" in docs.content
+    assert b"cdn" not in docs.content.lower()
