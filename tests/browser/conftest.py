@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
-
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs a loop
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -21,8 +18,12 @@ CHROMIUM_FLAGS = [
 
 
 @pytest.fixture
-def browser_page(chromium_path: str) -> Iterator[object]:
+def browser_page(chromium_path: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
     from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API runs an event loop in this thread; the live server's ORM calls
+    # happen in another thread, so Django's async-safety guard can be relaxed here only.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_FLAGS)
