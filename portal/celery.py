@@ -23,6 +23,9 @@ app.conf.task_routes = {
     "devices.tasks.watch_*": {"queue": "watchers"},
     "devices.tasks.telemetry_*": {"queue": "telemetry"},
 }
-# The beat schedule lives in code; each app contributes its entries in ``BEAT_SCHEDULE``.
-app.conf.beat_schedule = {}
+# The beat schedule lives in code.
+app.conf.beat_schedule = {
+    # Restart watchers whose lock expired (their worker died) or that never started.
+    "ensure-watchers": {"task": "devices.tasks.ensure_watchers", "schedule": 30.0},
+}
 app.autodiscover_tasks()

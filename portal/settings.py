@@ -211,6 +211,16 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
 
+# The cluster: KUBE_API_SERVER (a plain URL, e.g. the emulator), else KUBECONFIG (+ KUBE_CONTEXT),
+# else the in-cluster service account.
+KUBE_API_SERVER = env_str("KUBE_API_SERVER")
+KUBECONFIG = env_str("KUBECONFIG")
+KUBE_CONTEXT = env_str("KUBE_CONTEXT")
+WATCH_RUN_SECONDS = env_int("WATCH_RUN_SECONDS", 240)  # one bounded watcher task
+WATCH_REQUEST_SECONDS = env_int("WATCH_REQUEST_SECONDS", 60)  # timeoutSeconds of one watch
+MIRROR_RESYNC_SECONDS = env_int("MIRROR_RESYNC_SECONDS", 15 * 60)  # full relist + reconcile
+WATCHER_LOCK_TTL = env_int("WATCHER_LOCK_TTL", 30)
+
 # API tokens.
 API_TOKEN_MAX_DAYS = env_int("API_TOKEN_MAX_DAYS", 365)
 

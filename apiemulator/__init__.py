@@ -1,0 +1,10 @@
+"""A small in-process Kubernetes API server for tests and the demo (never imported by the portal).
+
+with Emulator(port=0) as emu:
+    emu.load_files("../shared/fixtures")
+    emu.kubeconfig("/tmp/kubeconfig")
+"""
+
+from .server import Emulator, Fault
+
+__all__ = ["Emulator", "Fault"]

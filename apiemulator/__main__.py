@@ -1,0 +1,64 @@
+"""`python -m apiemulator --port 8001 --fixtures DIR_OR_FILES... --kubeconfig FILE`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from .server import Emulator
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m apiemulator", description="Run the Kubernetes API emulator."
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8001, help="port (8001; 0 picks a free one)")
+    parser.add_argument(
+        "--fixtures", nargs="*", default=[], help="kubectl List JSON/YAML files or directories"
+    )
+    parser.add_argument("--version", default="v1.34.1", help="gitVersion served at /version")
+    parser.add_argument("--kubeconfig", help="write a kubeconfig for the emulator to this file")
+    parser.add_argument(
+        "--bookmark-interval", type=float, default=10.0, help="seconds between watch bookmarks"
+    )
+    parser.add_argument("--verbose", action="store_true", help="log every request")
+    args = parser.parse_args(argv)
+
+    emulator = Emulator(
+        args.host,
+        args.port,
+        git_version=args.version,
+        bookmark_interval=args.bookmark_interval,
+        verbose=args.verbose,
+    )
+    loaded = emulator.load_files(*args.fixtures) if args.fixtures else 0
+    emulator.start()
+    if args.kubeconfig:
+        kubeconfig = Path(args.kubeconfig)
+    else:
+        handle, name = tempfile.mkstemp(prefix="apiemulator-", suffix=".kubeconfig")
+        Path(name).chmod(0o600)
+        kubeconfig = Path(name)
+        os.close(handle)
+    emulator.kubeconfig(kubeconfig)
+    print(f"apiemulator {args.version} serving at {emulator.url}", flush=True)
+    print(f"loaded {loaded} objects; resourceVersion {emulator.resource_version}", flush=True)
+    print(f"kubeconfig: {kubeconfig}", flush=True)
+    print(f"try: KUBECONFIG={kubeconfig} kubectl get resourceslices", flush=True)
+
+    stopped = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stopped.set())
+    stopped.wait()
+    emulator.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

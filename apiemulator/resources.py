@@ -1,0 +1,185 @@
+"""The kinds the emulator serves and the discovery documents that describe them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["RESOURCES", "Resource", "api_group", "api_group_list", "api_resource_list", "by_kind"]
+
+_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One served kind: where it lives in the URL space and how writes treat it."""
+
+    plural: str
+    singular: str
+    kind: str
+    group: str  # "" for the core group
+    version: str
+    namespaced: bool
+    status_subresource: bool = False
+    reset_status_on_create: bool = False  # the real strategy drops .status on create
+    immutable_spec: bool = False
+    field_selectors: tuple[str, ...] = ()
+    short_names: tuple[str, ...] = ()
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    def supports_field(self, field: str) -> bool:
+        if field == "metadata.name":
+            return True
+        if field == "metadata.namespace":
+            return self.namespaced
+        return field in self.field_selectors
+
+
+_RESOURCE_K8S = "resource.k8s.io"
+
+RESOURCES: dict[tuple[str, str], Resource] = {
+    (r.group, r.plural): r
+    for r in (
+        Resource("deviceclasses", "deviceclass", "DeviceClass", _RESOURCE_K8S, "v1", False),
+        Resource(
+            "resourceslices",
+            "resourceslice",
+            "ResourceSlice",
+            _RESOURCE_K8S,
+            "v1",
+            False,
+            field_selectors=("spec.nodeName", "spec.driver", "spec.pool.name"),
+        ),
+        Resource(
+            "resourceclaims",
+            "resourceclaim",
+            "ResourceClaim",
+            _RESOURCE_K8S,
+            "v1",
+            True,
+            status_subresource=True,
+            reset_status_on_create=True,
+            immutable_spec=True,
+        ),
+        Resource(
+            "resourceclaimtemplates",
+            "resourceclaimtemplate",
+            "ResourceClaimTemplate",
+            _RESOURCE_K8S,
+            "v1",
+            True,
+        ),
+        Resource(
+            "namespaces",
+            "namespace",
+            "Namespace",
+            "",
+            "v1",
+            False,
+            status_subresource=True,
+            field_selectors=("status.phase",),
+            short_names=("ns",),
+        ),
+        Resource(
+            "nodes",
+            "node",
+            "Node",
+            "",
+            "v1",
+            False,
+            status_subresource=True,
+            field_selectors=("spec.unschedulable",),
+            short_names=("no",),
+        ),
+        Resource(
+            "pods",
+            "pod",
+            "Pod",
+            "",
+            "v1",
+            True,
+            status_subresource=True,
+            reset_status_on_create=True,
+            field_selectors=("spec.nodeName", "status.phase"),
+            short_names=("po",),
+        ),
+        Resource(
+            "resourcequotas",
+            "resourcequota",
+            "ResourceQuota",
+            "",
+            "v1",
+            True,
+            status_subresource=True,
+            reset_status_on_create=True,
+            short_names=("quota",),
+        ),
+    )
+}
+
+by_kind: dict[str, Resource] = {r.kind: r for r in RESOURCES.values()}
+
+
+def api_resource_list(group: str, version: str) -> dict[str, Any] | None:
+    """The `APIResourceList` for one group version, or None if it is not served."""
+    served = [r for r in RESOURCES.values() if r.group == group and r.version == version]
+    if not served:
+        return None
+    items: list[dict[str, Any]] = []
+    for r in served:
+        entry: dict[str, Any] = {
+            "name": r.plural,
+            "singularName": r.singular,
+            "namespaced": r.namespaced,
+            "kind": r.kind,
+            "verbs": _VERBS,
+        }
+        if r.short_names:
+            entry["shortNames"] = list(r.short_names)
+        items.append(entry)
+        if r.status_subresource:
+            items.append(
+                {
+                    "name": f"{r.plural}/status",
+                    "singularName": "",
+                    "namespaced": r.namespaced,
+                    "kind": r.kind,
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group}/{version}" if group else version,
+        "resources": items,
+    }
+
+
+def api_group(group: str) -> dict[str, Any] | None:
+    versions = sorted({r.version for r in RESOURCES.values() if r.group == group})
+    if not group or not versions:
+        return None
+    gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+    return {
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": group,
+        "versions": gvs,
+        "preferredVersion": gvs[0],
+    }
+
+
+def api_group_list() -> dict[str, Any]:
+    groups = sorted({r.group for r in RESOURCES.values() if r.group})
+    return {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [g for g in (api_group(name) for name in groups) if g is not None],
+    }

@@ -1,0 +1,659 @@
+"""Objects, the global resourceVersion, the event log and compaction.
+
+Every write bumps the one global resourceVersion by exactly one and appends exactly one event, so
+the event with resourceVersion `rv` sits at `log[rv - first_rv]`. Stored objects are never mutated
+in place: each write builds a new `Entry` whose JSON bytes are serialized once and shared by every
+list page, GET and watch event that shows it. Objects are kept without `apiVersion`/`kind` (as list
+items are); single-object responses splice those two fields in front.
+
+Simplifications (documented in the report): no dry-run; graceful deletion is immediate; finalizers
+are honoured minimally (a delete sets `deletionTimestamp`, the object goes once its finalizers are
+emptied); server-side apply merges without field-ownership conflicts.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import json
+import random
+import re
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from .errors import ApiError
+from .patch import PatchError, apply_json_patch, merge_patch, strip_directives
+from .resources import RESOURCES, Resource, by_kind
+from .selectors import Matcher
+
+__all__ = ["Entry", "Event", "ListResult", "Store", "WatchClosed", "dumps"]
+
+_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+_SNAPSHOTS_KEPT = 32
+Key = tuple[str, str]  # (namespace or "", name): the order the real server lists in
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(slots=True, frozen=True)
+class Entry:
+    """One version of one object: the dict (without apiVersion/kind) and its JSON bytes."""
+
+    resource: Resource
+    obj: dict[str, Any]
+    raw: bytes
+    rv: int
+
+    @classmethod
+    def build(cls, resource: Resource, obj: dict[str, Any], rv: int) -> Entry:
+        obj["metadata"]["resourceVersion"] = str(rv)
+        return cls(resource, obj, dumps(obj), rv)
+
+    @property
+    def key(self) -> Key:
+        meta = self.obj["metadata"]
+        return meta.get("namespace", ""), meta["name"]
+
+    def full(self) -> bytes:
+        """The object as returned individually: with apiVersion and kind."""
+        r = self.resource
+        head = f'{{"apiVersion":"{r.api_version}","kind":"{r.kind}",'.encode()
+        return head + self.raw[1:]
+
+    def document(self) -> dict[str, Any]:
+        return {"apiVersion": self.resource.api_version, "kind": self.resource.kind, **self.obj}
+
+
+@dataclass(slots=True, frozen=True)
+class Event:
+    type: str  # ADDED | MODIFIED | DELETED
+    entry: Entry
+    prev: Entry | None  # the version before this event (None for ADDED)
+
+    def encode(self, type_: str | None = None) -> bytes:
+        return b'{"type":"%s","object":%s}\n' % ((type_ or self.type).encode(), self.entry.full())
+
+
+@dataclass(slots=True)
+class ListResult:
+    entries: list[Entry]
+    rv: int
+    continue_: str | None = None
+    remaining: int | None = None
+
+
+class WatchClosed(Exception):  # noqa: N818 - a signal, not an error
+    """The store is shutting down (clean) or watches were closed abruptly (not clean)."""
+
+    def __init__(self, *, clean: bool) -> None:
+        super().__init__("clean" if clean else "abrupt")
+        self.clean = clean
+
+
+def _matches(entry: Entry, namespace: str | None, matchers: Iterable[Matcher | None]) -> bool:
+    if namespace is not None and entry.obj["metadata"].get("namespace") != namespace:
+        return False
+    return all(m(entry.obj) for m in matchers if m is not None)
+
+
+def _body_without_type(resource: Resource, body: Any, name_hint: str) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise ApiError.invalid(resource.kind, name_hint, "the body must be a JSON object")
+    api_version, kind = body.pop("apiVersion", None), body.pop("kind", None)
+    if kind not in (None, resource.kind) or api_version not in (None, resource.api_version):
+        raise ApiError.bad_request(
+            f"the API version in the data ({api_version}) does not match the expected API "
+            f"version ({resource.api_version}) or kind {kind} is not {resource.kind}"
+        )
+    metadata = body.setdefault("metadata", {})
+    if not isinstance(metadata, dict):
+        raise ApiError.invalid(resource.kind, name_hint, "metadata must be an object")
+    return body
+
+
+def _content(obj: dict[str, Any]) -> dict[str, Any]:
+    """What `generation` tracks: everything except metadata and status."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+
+
+class Store:
+    """Thread-safe storage; every public method takes the lock."""
+
+    def __init__(self, *, history_limit: int | None = None, require_namespaces: bool = True):
+        self.lock = threading.RLock()
+        self.cond = threading.Condition(self.lock)
+        self.rv = 0
+        self.first_rv = 1  # resourceVersion of log[0]
+        self.compacted_rv = 0  # watches/continues from before this get 410
+        self.log: list[Event] = []
+        self.objects: dict[Resource, dict[Key, Entry]] = {r: {} for r in RESOURCES.values()}
+        self.history_limit = history_limit
+        self.require_namespaces = require_namespaces
+        self.closing = False
+        self.watch_epoch = 0
+        self._snapshots: OrderedDict[tuple[Any, ...], list[Entry]] = OrderedDict()
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def get(self, resource: Resource, namespace: str | None, name: str) -> Entry:
+        with self.lock:
+            entry = self.objects[resource].get((namespace or "", name))
+        if entry is None:
+            raise ApiError.not_found(resource.plural, resource.group, name)
+        return entry
+
+    def count(self, resource: Resource) -> int:
+        with self.lock:
+            return len(self.objects[resource])
+
+    def _state_at(self, resource: Resource, rv: int) -> dict[Key, Entry]:
+        """The objects of one kind as they were at `rv`, rewinding the event log."""
+        state = dict(self.objects[resource])
+        for event in reversed(self.log[rv + 1 - self.first_rv :]):
+            if event.entry.resource is not resource:
+                continue
+            if event.prev is None:
+                state.pop(event.entry.key, None)
+            else:
+                state[event.prev.key] = event.prev
+        return state
+
+    def list_objects(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        matchers: tuple[Matcher | None, Matcher | None],
+        selector_text: tuple[str, str],
+        *,
+        limit: int = 0,
+        continue_: str | None = None,
+        resource_version: str = "",
+        resource_version_match: str = "",
+    ) -> ListResult:
+        with self.lock:
+            if continue_:
+                list_rv, start = self._decode_continue(continue_)
+            else:
+                list_rv, start = self.rv, None
+                if resource_version_match == "Exact" and resource_version:
+                    list_rv = self._parse_rv(resource_version)
+                    if list_rv < self.compacted_rv:
+                        raise ApiError.expired(
+                            f"too old resource version: {list_rv} ({self.compacted_rv})"
+                        )
+                    list_rv = min(list_rv, self.rv)
+            snap_key = (resource, namespace, selector_text, list_rv)
+            entries = self._snapshots.get(snap_key)
+            if entries is None:
+                if list_rv < self.compacted_rv:
+                    raise ApiError.expired(
+                        "The provided continue parameter is too old to display a consistent list "
+                        "result. You can start a new list without the continue parameter."
+                    )
+                state = self.objects[resource] if list_rv == self.rv else None
+                if state is None:
+                    state = self._state_at(resource, list_rv)
+                entries = [e for _, e in sorted(state.items()) if _matches(e, namespace, matchers)]
+                if limit or continue_:
+                    self._snapshots[snap_key] = entries
+                    while len(self._snapshots) > _SNAPSHOTS_KEPT:
+                        self._snapshots.popitem(last=False)
+            else:
+                self._snapshots.move_to_end(snap_key)
+        begin = 0
+        if start is not None:
+            lo, hi = 0, len(entries)
+            while lo < hi:  # first entry with key > start
+                mid = (lo + hi) // 2
+                if entries[mid].key <= start:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            begin = lo
+        if limit <= 0 or begin + limit >= len(entries):
+            return ListResult(entries[begin:], list_rv)
+        page = entries[begin : begin + limit]
+        token = {"v": "meta.k8s.io/v1", "rv": list_rv, "start": "/".join(page[-1].key)}
+        return ListResult(
+            page,
+            list_rv,
+            base64.urlsafe_b64encode(dumps(token)).decode(),
+            len(entries) - begin - limit,
+        )
+
+    @staticmethod
+    def _parse_rv(text: str) -> int:
+        if not text.isdigit():
+            raise ApiError.bad_request(f"invalid resource version {text!r}")
+        return int(text)
+
+    @staticmethod
+    def _decode_continue(token: str) -> tuple[int, Key]:
+        try:
+            data = json.loads(base64.urlsafe_b64decode(token.encode()))
+            namespace, _, name = data["start"].rpartition("/")
+            return int(data["rv"]), (namespace, name)
+        except (ValueError, KeyError, TypeError, binascii.Error) as exc:
+            raise ApiError.bad_request(f"continue key is not valid: {exc}") from exc
+
+    def initial_state(
+        self, resource: Resource, namespace: str | None, matchers: Iterable[Matcher | None]
+    ) -> tuple[list[Entry], int, int]:
+        """Current objects for a watch's synthetic ADDED events, the rv and the watch epoch."""
+        with self.lock:
+            entries = [
+                e
+                for _, e in sorted(self.objects[resource].items())
+                if _matches(e, namespace, matchers)
+            ]
+            return entries, self.rv, self.watch_epoch
+
+    def next_events(
+        self, after_rv: int, timeout: float, epoch: int, limit: int = 1000
+    ) -> list[Event]:
+        """Events after `after_rv`, waiting up to `timeout` seconds for the first one."""
+        with self.cond:
+            waited = False
+            while True:
+                if self.closing:
+                    raise WatchClosed(clean=True)
+                if self.watch_epoch != epoch:
+                    raise WatchClosed(clean=False)
+                if after_rv < self.compacted_rv:
+                    raise ApiError.expired(
+                        f"too old resource version: {after_rv} ({self.compacted_rv})"
+                    )
+                if self.rv > after_rv:
+                    start = after_rv + 1 - self.first_rv
+                    return self.log[start : start + limit]
+                if waited or timeout <= 0:
+                    return []
+                self.cond.wait(timeout)
+                waited = True
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def _commit(self, type_: str, entry: Entry, prev: Entry | None) -> Entry:
+        objects = self.objects[entry.resource]
+        if type_ == "DELETED":
+            del objects[entry.key]
+        else:
+            objects[entry.key] = entry
+        self.log.append(Event(type_, entry, prev))
+        if self.history_limit is not None and len(self.log) > self.history_limit:
+            drop = len(self.log) - self.history_limit
+            del self.log[:drop]
+            self.first_rv += drop
+            self.compacted_rv = self.first_rv - 1
+        self.cond.notify_all()
+        return entry
+
+    def _next_rv(self) -> int:
+        self.rv += 1
+        return self.rv
+
+    def create(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        body: Any,
+        *,
+        field_manager: str | None = None,
+        operation: str = "Update",
+        keep_status: bool = False,
+        keep_identity: bool = False,
+    ) -> Entry:
+        obj = _body_without_type(resource, body, "")
+        meta = obj["metadata"]
+        if not meta.get("name") and meta.get("generateName"):
+            suffix = "".join(random.choices(_SUFFIX_CHARS, k=5))
+            meta["name"] = f"{meta['generateName']}{suffix}"
+        name = meta.get("name") or ""
+        if not name:
+            raise ApiError.invalid(resource.kind, "", "metadata.name: Required value: name")
+        if len(name) > 253 or not _NAME_RE.match(name):
+            raise ApiError.invalid(
+                resource.kind,
+                name,
+                f"metadata.name: Invalid value: {name!r}: a lowercase RFC "
+                "1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'",
+            )
+        with self.lock:
+            if resource.namespaced:
+                namespace = namespace or meta.get("namespace") or "default"
+                if meta.get("namespace", namespace) != namespace:
+                    raise ApiError.bad_request(
+                        "the namespace of the provided object does not match the namespace sent "
+                        "on the request"
+                    )
+                meta["namespace"] = namespace
+                namespaces = self.objects[by_kind["Namespace"]]
+                if self.require_namespaces and ("", namespace) not in namespaces:
+                    raise ApiError.not_found("namespaces", "", namespace)
+            else:
+                meta.pop("namespace", None)
+            key = (meta.get("namespace", ""), name)
+            if key in self.objects[resource]:
+                raise ApiError.already_exists(resource.plural, resource.group, name)
+            if not keep_identity or not meta.get("uid"):
+                meta["uid"] = str(uuid.uuid4())
+            if not keep_identity or not meta.get("creationTimestamp"):
+                meta["creationTimestamp"] = now_rfc3339()
+            if not keep_identity or not meta.get("generation"):
+                meta["generation"] = 1
+            for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+                meta.pop(field, None)
+            if resource.reset_status_on_create and not keep_status:
+                obj.pop("status", None)
+            if resource.kind == "Namespace":
+                meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = name
+                obj.setdefault("spec", {"finalizers": ["kubernetes"]})
+                obj.setdefault("status", {"phase": "Active"})
+            elif resource.kind == "Pod":
+                obj.setdefault("status", {"phase": "Pending"})
+            if field_manager:
+                self._record_manager(resource, obj, field_manager, operation)
+            entry = Entry.build(resource, obj, self._next_rv())
+            return self._commit("ADDED", entry, None)
+
+    @staticmethod
+    def _record_manager(resource: Resource, obj: dict[str, Any], manager: str, op: str) -> None:
+        """Minimal managedFields: one entry per (manager, operation), fieldsV1 left empty."""
+        fields = [
+            f
+            for f in obj["metadata"].get("managedFields") or []
+            if (f.get("manager"), f.get("operation")) != (manager, op)
+        ]
+        fields.append(
+            {
+                "manager": manager,
+                "operation": op,
+                "apiVersion": resource.api_version,
+                "time": now_rfc3339(),
+                "fieldsType": "FieldsV1",
+                "fieldsV1": {},
+            }
+        )
+        obj["metadata"]["managedFields"] = fields
+
+    def _update(
+        self,
+        old: Entry,
+        new: dict[str, Any],
+        *,
+        subresource: str | None,
+        field_manager: str | None = None,
+        operation: str = "Update",
+    ) -> Entry:
+        """Store `new` in place of `old` (lock held), keeping what the server owns."""
+        resource = old.resource
+        name = old.key[1]
+        meta = new.get("metadata")
+        if not isinstance(meta, dict):
+            raise ApiError.invalid(resource.kind, name, "metadata must be an object")
+        if meta.get("name", name) != name:
+            raise ApiError.bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL "
+                f"({name})"
+            )
+        if meta.get("namespace", old.key[0] or None) != (old.key[0] or None):
+            raise ApiError.bad_request("the namespace of the object does not match the URL")
+        given_rv = meta.get("resourceVersion")
+        if given_rv not in (None, "") and given_rv != str(old.rv):
+            raise ApiError.conflict(resource.plural, resource.group, name)
+        old_obj, old_meta = old.obj, old.obj["metadata"]
+        if subresource == "status":
+            result = {k: v for k, v in old_obj.items() if k != "status"}
+            if "status" in new:
+                result["status"] = new["status"]
+            result["metadata"] = dict(old_meta)
+        else:
+            result = {k: v for k, v in new.items() if k != "status"}
+            if resource.status_subresource:
+                if "status" in old_obj:
+                    result["status"] = old_obj["status"]
+            elif "status" in new:
+                result["status"] = new["status"]
+            meta = dict(meta)
+            for field in ("name", "namespace", "uid", "creationTimestamp", "generation"):
+                if field in old_meta:
+                    meta[field] = old_meta[field]
+                else:
+                    meta.pop(field, None)
+            for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+                if field in old_meta:
+                    meta[field] = old_meta[field]
+            result["metadata"] = meta
+            if resource.immutable_spec and result.get("spec") != old_obj.get("spec"):
+                raise ApiError.invalid(
+                    resource.kind, name, "spec: Invalid value: field is immutable"
+                )
+            if _content(result) != _content(old_obj):
+                meta["generation"] = int(old_meta.get("generation") or 0) + 1
+        result["metadata"]["resourceVersion"] = old_meta.get("resourceVersion")
+        if result == old_obj:
+            return old  # a no-op write does not bump the resourceVersion
+        if field_manager:
+            self._record_manager(resource, result, field_manager, operation)
+        if result["metadata"].get("deletionTimestamp") and not result["metadata"].get("finalizers"):
+            entry = Entry.build(resource, result, self._next_rv())
+            return self._commit("DELETED", entry, old)
+        return self._commit("MODIFIED", Entry.build(resource, result, self._next_rv()), old)
+
+    def replace(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        *,
+        subresource: str | None = None,
+        field_manager: str | None = None,
+    ) -> Entry:
+        new = _body_without_type(resource, body, name)
+        with self.lock:
+            old = self.get(resource, namespace, name)
+            return self._update(old, new, subresource=subresource, field_manager=field_manager)
+
+    def patch(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        patch_type: str,
+        patch: Any,
+        *,
+        subresource: str | None = None,
+        field_manager: str | None = None,
+    ) -> tuple[Entry, bool]:
+        """Apply one patch; returns the entry and whether it was created (apply only)."""
+        with self.lock:
+            key = (namespace or "", name)
+            old = self.objects[resource].get(key)
+            if patch_type == "apply":
+                if not field_manager:
+                    raise ApiError.bad_request("PATCH requests of type apply need a fieldManager")
+                patch = _body_without_type(resource, patch, name)
+                if patch["metadata"].get("name", name) != name:
+                    raise ApiError.bad_request("the name in the body does not match the URL")
+                if old is None:
+                    if subresource:
+                        raise ApiError.not_found(resource.plural, resource.group, name)
+                    patch["metadata"]["name"] = name
+                    entry = self.create(
+                        resource,
+                        namespace,
+                        patch,
+                        field_manager=field_manager,
+                        operation="Apply",
+                        keep_status=False,
+                    )
+                    return entry, True
+            if old is None:
+                raise ApiError.not_found(resource.plural, resource.group, name)
+            current = old.document()
+            try:
+                if patch_type == "json":
+                    new = apply_json_patch(current, patch)
+                elif patch_type == "strategic":
+                    new = merge_patch(current, strip_directives(patch))
+                else:  # merge, apply
+                    new = merge_patch(current, patch)
+            except PatchError as exc:
+                raise ApiError.invalid(resource.kind, name, str(exc)) from exc
+            if not isinstance(new, dict):
+                raise ApiError.invalid(resource.kind, name, "the patched object is not an object")
+            if (
+                patch_type != "json"
+                and isinstance(patch, dict)
+                and "resourceVersion" not in (patch.get("metadata") or {})
+            ):
+                new.get("metadata", {}).pop("resourceVersion", None)
+            new = _body_without_type(resource, new, name)
+            entry = self._update(
+                old,
+                new,
+                subresource=subresource,
+                field_manager=field_manager,
+                operation="Apply" if patch_type == "apply" else "Update",
+            )
+            return entry, False
+
+    def delete(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        preconditions: dict[str, Any] | None = None,
+    ) -> tuple[Entry, bool]:
+        """Delete one object; returns the entry and whether it is gone (False: finalizers)."""
+        with self.lock:
+            old = self.get(resource, namespace, name)
+            meta = old.obj["metadata"]
+            pre = preconditions or {}
+            if pre.get("uid") and pre["uid"] != meta.get("uid"):
+                raise ApiError.conflict(resource.plural, resource.group, name)
+            if pre.get("resourceVersion") and pre["resourceVersion"] != str(old.rv):
+                raise ApiError.conflict(resource.plural, resource.group, name)
+            if resource.kind == "Namespace":
+                for other in self.objects.values():
+                    for key in [k for k in other if k[0] == name]:
+                        self._delete_now(other[key])
+            if meta.get("finalizers"):
+                if meta.get("deletionTimestamp"):
+                    return old, False
+                obj = dict(old.obj)
+                obj["metadata"] = {
+                    **meta,
+                    "deletionTimestamp": now_rfc3339(),
+                    "deletionGracePeriodSeconds": 0,
+                }
+                entry = Entry.build(resource, obj, self._next_rv())
+                return self._commit("MODIFIED", entry, old), False
+            return self._delete_now(old), True
+
+    def _delete_now(self, old: Entry) -> Entry:
+        obj = dict(old.obj)
+        obj["metadata"] = dict(old.obj["metadata"])
+        entry = Entry.build(old.resource, obj, self._next_rv())
+        return self._commit("DELETED", entry, old)
+
+    # -- bulk and maintenance --------------------------------------------------------------
+
+    def load(
+        self,
+        objects: Iterable[dict[str, Any]],
+        *,
+        create_namespaces: bool = True,
+        create_nodes: bool = True,
+        copy_objects: bool = True,
+    ) -> int:
+        """Create or replace objects as given, keeping uid, timestamps and status.
+
+        Missing namespaces of namespaced objects are created; so are the Nodes that
+        ResourceSlices name in `spec.nodeName` (with the uid of the slice's Node owner).
+        """
+        count = 0
+        with self.lock:
+            for original in objects:
+                obj = json.loads(dumps(original)) if copy_objects else original
+                kind = obj.get("kind")
+                resource = by_kind.get(kind or "")
+                if resource is None or obj.get("apiVersion") != resource.api_version:
+                    raise ValueError(f"the emulator does not serve {obj.get('apiVersion')} {kind}")
+                meta = obj.get("metadata") or {}
+                namespace = meta.get("namespace") if resource.namespaced else None
+                if resource.namespaced:
+                    namespace = namespace or "default"
+                    if create_namespaces:
+                        self.ensure_namespace(namespace)
+                if create_nodes and resource.kind == "ResourceSlice":
+                    self._ensure_node(obj)
+                existing = self.objects[resource].get((namespace or "", meta.get("name", "")))
+                if existing is not None:
+                    self._delete_now(existing)
+                self.create(resource, namespace, obj, keep_status=True, keep_identity=True)
+                count += 1
+        return count
+
+    def ensure_namespace(self, name: str, labels: dict[str, str] | None = None) -> None:
+        resource = by_kind["Namespace"]
+        with self.lock:
+            if ("", name) not in self.objects[resource]:
+                meta: dict[str, Any] = {"name": name}
+                if labels:
+                    meta["labels"] = dict(labels)
+                self.create(resource, None, {"metadata": meta})
+
+    def _ensure_node(self, slice_: dict[str, Any]) -> None:
+        node_name = (slice_.get("spec") or {}).get("nodeName")
+        resource = by_kind["Node"]
+        if not node_name or ("", node_name) in self.objects[resource]:
+            return
+        meta: dict[str, Any] = {
+            "name": node_name,
+            "labels": {"kubernetes.io/hostname": node_name, "kubernetes.io/os": "linux"},
+        }
+        for owner in slice_["metadata"].get("ownerReferences") or []:
+            if owner.get("kind") == "Node" and owner.get("name") == node_name and owner.get("uid"):
+                meta["uid"] = owner["uid"]
+        self.create(resource, None, {"metadata": meta}, keep_identity=True)
+
+    def compact(self) -> int:
+        """Forget all history: watches and continue tokens older than now get 410."""
+        with self.cond:
+            self.log.clear()
+            self.first_rv = self.rv + 1
+            self.compacted_rv = self.rv
+            self._snapshots.clear()
+            self.cond.notify_all()
+            return self.rv
+
+    def close_watches(self) -> None:
+        with self.cond:
+            self.watch_epoch += 1
+            self.cond.notify_all()
+
+    def close(self) -> None:
+        with self.cond:
+            self.closing = True
+            self.cond.notify_all()
+
+    def dump(self, resource: Resource) -> list[dict[str, Any]]:
+        """Deep copies of every object of one kind, with apiVersion and kind."""
+        with self.lock:
+            entries = sorted(self.objects[resource].items())
+        return [copy.deepcopy(e.document()) for _, e in entries]

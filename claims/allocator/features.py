@@ -1,0 +1,120 @@
+"""Feature flags and the Kubernetes version whose allocator behaviour is reproduced.
+
+The seven flags are the allocator's feature struct of Kubernetes 1.34 (names as in the
+``manage.py allocate`` contract). ``kubernetesVersion`` switches the documented version
+differences (dra-semantics §16); when omitted the newest known behaviour applies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["Features", "FEATURE_NAMES", "NEWEST_VERSION", "parse_features", "parse_version"]
+
+FEATURE_NAMES = (
+    "adminAccess",
+    "prioritizedList",
+    "partitionableDevices",
+    "consumableCapacity",
+    "deviceTaints",
+    "deviceBinding",
+    "deviceStatus",
+)
+
+NEWEST_VERSION = (1, 36)
+OLDEST_VERSION = (1, 34)
+
+Variant = Literal["stable", "incubating", "experimental"]
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """Enabled allocator features plus the emulated Kubernetes minor version."""
+
+    admin_access: bool = False
+    prioritized_list: bool = False
+    partitionable_devices: bool = False
+    consumable_capacity: bool = False
+    device_taints: bool = False
+    device_binding: bool = False
+    device_status: bool = False
+    version: tuple[int, int] = NEWEST_VERSION
+
+    @property
+    def binding_and_status(self) -> bool:
+        """Devices with binding conditions are usable only when both gates are on."""
+        return self.device_binding and self.device_status
+
+    @property
+    def is_1_34(self) -> bool:
+        return self.version <= (1, 34)
+
+    @property
+    def variant(self) -> Variant:
+        """Which of upstream's three allocator implementations 1.34 would pick.
+
+        1.34 picks the most stable implementation that supports every enabled feature; a few
+        checks (capacity requests while consumable capacity is off, ``distinctAttribute``,
+        ``allowMultipleAllocations`` in CEL, binding-condition ordering, ``bindsToNode``) exist
+        only in the experimental one (dra-semantics §15.8). From 1.35 on every variant behaves
+        like the experimental one for those, which this also reports.
+        """
+        if not self.is_1_34:
+            return "experimental"
+        if self.consumable_capacity or self.device_binding or self.device_status:
+            return "experimental"
+        if (
+            self.admin_access
+            or self.prioritized_list
+            or self.partitionable_devices
+            or self.device_taints
+        ):
+            return "incubating"
+        return "stable"
+
+
+class FeatureError(ValueError):
+    """Malformed ``features`` or ``kubernetesVersion``."""
+
+
+def parse_version(value: Any) -> tuple[int, int]:
+    """``"1.35"`` (or ``"v1.35.2"``) → (1, 35); None → newest. Versions before 1.34 act as 1.34."""
+    if value is None:
+        return NEWEST_VERSION
+    if not isinstance(value, str):
+        raise FeatureError(f'kubernetesVersion: must be a string like "1.35", not {value!r}')
+    parts = value.strip().removeprefix("v").split(".")
+    try:
+        major, minor = int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        raise FeatureError(f'kubernetesVersion: must look like "1.35", not {value!r}') from None
+    return max((major, minor), OLDEST_VERSION)
+
+
+def parse_features(raw: Any, version: tuple[int, int] = NEWEST_VERSION) -> Features:
+    """Build :class:`Features` from the contract's ``features`` object.
+
+    Omitted flags are off; flags this allocator does not model are ignored.
+    """
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise FeatureError("features: must be an object")
+    values: dict[str, bool] = {}
+    for name, enabled in raw.items():
+        if name not in FEATURE_NAMES:
+            continue  # newer gates (e.g. listTypeAttributes) are not modelled; ignore them
+        if not isinstance(enabled, bool):
+            raise FeatureError(f"features.{name}: must be true or false")
+        values[name] = enabled
+    return Features(
+        admin_access=values.get("adminAccess", False),
+        prioritized_list=values.get("prioritizedList", False),
+        partitionable_devices=values.get("partitionableDevices", False),
+        consumable_capacity=values.get("consumableCapacity", False),
+        device_taints=values.get("deviceTaints", False),
+        device_binding=values.get("deviceBinding", False),
+        device_status=values.get("deviceStatus", False),
+        version=version,
+    )

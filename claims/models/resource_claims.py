@@ -1,0 +1,121 @@
+"""ResourceClaim (namespaced), its allocated devices and its consumers as rows."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.db import models
+from django.urls import reverse
+
+from devices.models.mirror import MirroredObject
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+__all__ = ["AllocatedDevice", "ClaimConsumer", "ResourceClaim", "ResourceClaimQuerySet"]
+
+
+class ResourceClaimQuerySet(models.QuerySet["ResourceClaim"]):
+    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> ResourceClaimQuerySet:
+        """Portal admins see every claim; others only those in their tenants' namespaces."""
+        if not user.is_authenticated:
+            return self.none()
+        if user.is_staff:
+            return self.all()
+        from portal.models import TenantNamespace
+
+        namespaces = TenantNamespace.objects.filter(tenant__memberships__user=user)
+        return self.filter(namespace__in=namespaces.values("name"))
+
+    def allocated(self) -> ResourceClaimQuerySet:
+        return self.filter(is_allocated=True)
+
+    def pending(self) -> ResourceClaimQuerySet:
+        return self.filter(is_allocated=False)
+
+
+class ResourceClaim(MirroredObject):
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        ALLOCATED = "allocated", "Allocated"
+        IN_USE = "in_use", "In use"
+        DELETING = "deleting", "Deleting"
+
+    namespace = models.CharField(max_length=63, db_index=True)
+    is_allocated = models.BooleanField(default=False)
+    is_deleting = models.BooleanField(default=False)
+    consumer_count = models.PositiveIntegerField(default=0)
+    allocation_node_selector = models.JSONField(null=True, blank=True)
+    # Set for claims generated from a ResourceClaimTemplate for a pod.
+    pod_claim_name = models.CharField(max_length=253, blank=True)
+    owner_pod = models.CharField(max_length=253, blank=True)
+
+    objects = ResourceClaimQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["namespace", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "name"], name="one_claim_per_name")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def get_absolute_url(self) -> str:
+        return reverse(
+            "resourceclaim-detail", kwargs={"namespace": self.namespace, "name": self.name}
+        )
+
+    @property
+    def spec(self) -> dict:
+        return self.raw.get("spec") or {}
+
+    @property
+    def status(self) -> dict:
+        return self.raw.get("status") or {}
+
+    @property
+    def state(self) -> State:
+        if self.is_deleting:
+            return self.State.DELETING
+        if self.consumer_count:
+            return self.State.IN_USE
+        return self.State.ALLOCATED if self.is_allocated else self.State.PENDING
+
+
+class AllocatedDevice(models.Model):
+    """One ``status.allocation.devices.results`` entry of a claim."""
+
+    claim = models.ForeignKey(
+        ResourceClaim, on_delete=models.CASCADE, related_name="allocated_devices"
+    )
+    request = models.CharField(max_length=130)  # "<request>" or "<request>/<subrequest>"
+    driver = models.CharField(max_length=63)
+    pool = models.CharField(max_length=253)
+    device = models.CharField(max_length=63)
+    admin_access = models.BooleanField(default=False)
+    share_id = models.CharField(max_length=64, blank=True)
+    consumed_capacity = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["claim", "id"]
+        indexes = [models.Index(fields=["driver", "pool", "device"])]
+
+    def __str__(self) -> str:
+        return f"{self.claim}: {self.pool}/{self.device}"
+
+
+class ClaimConsumer(models.Model):
+    """One ``status.reservedFor`` entry: who uses the claim (normally a pod)."""
+
+    claim = models.ForeignKey(ResourceClaim, on_delete=models.CASCADE, related_name="consumers")
+    api_group = models.CharField(max_length=253, blank=True)
+    resource = models.CharField(max_length=63)
+    name = models.CharField(max_length=253)
+    uid = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["claim", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.resource}/{self.name}"

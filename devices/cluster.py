@@ -1,0 +1,628 @@
+"""The one module that talks to the Kubernetes API (STYLE §8, DESIGN §3).
+
+Everything goes through the `kubernetes` client's `ApiClient` (configuration, authentication,
+TLS, connection pool) but reads and writes **raw JSON**: dict bodies in, `json.loads` of the
+response bytes out. The generated per-kind methods of `ResourceV1Api`/`CoreV1Api` are not used:
+in 37.x they validate bodies against pydantic models that forbid unknown fields
+(`create_namespaced_resource_claim` rejects a newer field with `extra_forbidden`), and the mirror
+must keep every field. Watches are parsed line by line from the streamed response (not
+`kubernetes.watch.Watch`, which mishandles ERROR events without deserialization).
+
+Failures become our exceptions: `NotFound`, `AlreadyExists`, `Conflict`, `Gone` (410: relist),
+`Unavailable` (connection refused/reset/timeouts, 429, 5xx: back off and retry), `Invalid`,
+`Forbidden`, all subclasses of `ClusterError`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import urllib3
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+from kubernetes.config.config_exception import ConfigException
+
+__all__ = [
+    "AlreadyExists",
+    "Cluster",
+    "ClusterConfig",
+    "ClusterError",
+    "ClusterVersion",
+    "Conflict",
+    "Forbidden",
+    "Gone",
+    "Invalid",
+    "Kind",
+    "KindInfo",
+    "NotFound",
+    "Unavailable",
+    "connect",
+]
+
+FIELD_MANAGER = "dra-portal"
+_IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")  # noqa: S105
+_PATCH_CONTENT_TYPES = {
+    "merge": "application/merge-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "json": "application/json-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+
+
+# -- errors --------------------------------------------------------------------------------
+
+
+class ClusterError(Exception):
+    """Any failure talking to the cluster; `status` is the Kubernetes Status body if any."""
+
+    def __init__(
+        self, message: str, *, code: int | None = None, status: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.status = status
+
+    @property
+    def reason(self) -> str:
+        return str((self.status or {}).get("reason") or "")
+
+
+class NotFound(ClusterError):
+    """404: the object (or its namespace) does not exist."""
+
+
+class AlreadyExists(ClusterError):
+    """409 AlreadyExists on create."""
+
+
+class Conflict(ClusterError):
+    """409 Conflict: the object changed since the resourceVersion we sent."""
+
+
+class Gone(ClusterError):
+    """410 Expired/Gone: the resourceVersion or continue token is too old; relist."""
+
+
+class Unavailable(ClusterError):
+    """The API server cannot be reached or is overloaded (refused, reset, timeout, 429, 5xx)."""
+
+
+class Invalid(ClusterError):
+    """400/422: the request or object was rejected as malformed or invalid."""
+
+
+class Forbidden(ClusterError):
+    """401/403: the portal's credentials or RBAC do not allow this."""
+
+
+def _error_for(code: int, body: bytes | str | None) -> ClusterError:
+    status: dict[str, Any] | None = None
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else (body or "")
+    try:
+        parsed = json.loads(text) if text else None
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and parsed.get("kind") == "Status":
+        status = parsed
+        message = str(parsed.get("message") or parsed.get("reason") or f"HTTP {code}")
+    else:
+        message = text.strip()[:500] or f"HTTP {code}"
+    return _error_class(code, status)(message, code=code, status=status)
+
+
+def _error_class(code: int, status: dict[str, Any] | None) -> type[ClusterError]:
+    if code == 404:
+        return NotFound
+    if code == 409:
+        return AlreadyExists if (status or {}).get("reason") == "AlreadyExists" else Conflict
+    if code == 410:
+        return Gone
+    if code == 429 or code >= 500:
+        return Unavailable
+    if code in (400, 422):
+        return Invalid
+    if code in (401, 403):
+        return Forbidden
+    return ClusterError
+
+
+# -- kinds ---------------------------------------------------------------------------------
+
+
+class Kind(StrEnum):
+    """The kinds the portal reads or writes, by their plural resource name."""
+
+    DEVICE_CLASSES = "deviceclasses"
+    RESOURCE_SLICES = "resourceslices"
+    RESOURCE_CLAIMS = "resourceclaims"
+    RESOURCE_CLAIM_TEMPLATES = "resourceclaimtemplates"
+    NODES = "nodes"
+    NAMESPACES = "namespaces"
+    PODS = "pods"
+    RESOURCE_QUOTAS = "resourcequotas"
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    kind: str
+    api_version: str
+    plural: str
+    namespaced: bool
+    has_status: bool
+
+    def path(
+        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+    ) -> str:
+        prefix = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
+        parts = [prefix]
+        if self.namespaced and namespace:
+            parts.append(f"namespaces/{quote(namespace, safe='')}")
+        parts.append(self.plural)
+        if name is not None:
+            parts.append(quote(name, safe=""))
+            if subresource:
+                parts.append(subresource)
+        return "/".join(parts)
+
+
+_DRA = "resource.k8s.io/v1"
+KINDS: dict[Kind, KindInfo] = {
+    Kind.DEVICE_CLASSES: KindInfo("DeviceClass", _DRA, "deviceclasses", False, False),
+    Kind.RESOURCE_SLICES: KindInfo("ResourceSlice", _DRA, "resourceslices", False, False),
+    Kind.RESOURCE_CLAIMS: KindInfo("ResourceClaim", _DRA, "resourceclaims", True, True),
+    Kind.RESOURCE_CLAIM_TEMPLATES: KindInfo(
+        "ResourceClaimTemplate", _DRA, "resourceclaimtemplates", True, False
+    ),
+    Kind.NODES: KindInfo("Node", "v1", "nodes", False, True),
+    Kind.NAMESPACES: KindInfo("Namespace", "v1", "namespaces", False, True),
+    Kind.PODS: KindInfo("Pod", "v1", "pods", True, True),
+    Kind.RESOURCE_QUOTAS: KindInfo("ResourceQuota", "v1", "resourcequotas", True, True),
+}
+
+
+# -- configuration -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """How to reach one cluster.
+
+    Resolution when fields are unset: `server` (plain URL, no credentials: the emulator) →
+    `in_cluster` → `kubeconfig` (+ `context`) → `$KUBECONFIG` → the in-cluster service account
+    (when `KUBERNETES_SERVICE_HOST` is set) → `~/.kube/config`.
+    """
+
+    name: str = "default"
+    kubeconfig: str | None = None
+    context: str | None = None
+    in_cluster: bool = False
+    server: str | None = None
+    connect_timeout: float = 5.0
+    read_timeout: float = 30.0
+    watch_timeout_margin: float = 15.0  # read timeout of a watch = timeoutSeconds + this
+    pool_size: int = 32
+
+
+@dataclass(frozen=True)
+class ClusterVersion:
+    git_version: str  # "v1.34.1"
+    major: str  # "1"
+    minor: str  # "34" (some providers answer "34+")
+    version: str  # "1.34"
+
+
+def _parse_version(info: dict[str, Any]) -> ClusterVersion:
+    git_version = str(info.get("gitVersion") or "")
+    major, minor = str(info.get("major") or ""), str(info.get("minor") or "")
+    match = re.match(r"v?(\d+)\.(\d+)", git_version)
+    if match:
+        short = f"{match.group(1)}.{match.group(2)}"
+    else:
+        short = f"{re.sub(r'[^0-9]', '', major)}.{re.sub(r'[^0-9]', '', minor)}"
+    return ClusterVersion(git_version, major, minor, short)
+
+
+def _configuration(config: ClusterConfig) -> k8s_client.Configuration:
+    cfg = k8s_client.Configuration()
+    try:
+        if config.server:
+            cfg.host = config.server.rstrip("/")
+        elif config.in_cluster:
+            k8s_config.load_incluster_config(client_configuration=cfg)
+        else:
+            kubeconfig = config.kubeconfig or os.environ.get("KUBECONFIG")
+            default = Path.home() / ".kube" / "config"
+            if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
+                if _IN_CLUSTER_TOKEN.exists():
+                    k8s_config.load_incluster_config(client_configuration=cfg)
+                    kubeconfig = None
+                else:
+                    kubeconfig = str(default)
+            elif not kubeconfig:
+                kubeconfig = str(default)
+            if kubeconfig:
+                k8s_config.load_kube_config(
+                    config_file=kubeconfig,
+                    context=config.context,
+                    client_configuration=cfg,
+                    persist_config=False,
+                )
+    except (ConfigException, OSError) as exc:
+        raise ClusterError(f"cannot configure cluster {config.name!r}: {exc}") from exc
+    # No silent retries of reads: the caller decides between relist and backoff. Connection
+    # attempts are retried twice (a refused connect is cheap to retry).
+    cfg.retries = urllib3.Retry(total=2, connect=2, read=0, redirect=0, status=0, other=0)
+    cfg.connection_pool_maxsize = config.pool_size
+    return cfg
+
+
+# -- the client ----------------------------------------------------------------------------
+
+
+class Cluster:
+    """Raw-JSON access to one cluster. Thread-safe (one connection pool per instance)."""
+
+    def __init__(self, config: ClusterConfig | None = None) -> None:
+        self.config = config or ClusterConfig()
+        self.name = self.config.name
+        self._api = k8s_client.ApiClient(_configuration(self.config))
+
+    def close(self) -> None:
+        self._api.close()
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- transport -------------------------------------------------------------------------
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        read_timeout: float | None = None,
+    ) -> urllib3.BaseHTTPResponse:
+        """Send one request; returns the unread response (status already checked)."""
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        try:
+            method, url, headers, body, _ = self._api.param_serialize(
+                method=method,
+                resource_path=path,
+                query_params=query or [],
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+            )
+            rest = self._api.call_api(
+                method,
+                url,
+                header_params=headers,
+                body=body,
+                _request_timeout=(
+                    self.config.connect_timeout,
+                    read_timeout or self.config.read_timeout,
+                ),
+            )
+        except k8s_client.ApiException as exc:  # raised by the client for TLS failures
+            raise ClusterError(f"{method} {path}: {exc.reason}", code=exc.status) from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise Unavailable(f"{method} {path}: {exc}") from exc
+        response: urllib3.BaseHTTPResponse = rest.response
+        if not 200 <= response.status < 300:
+            try:
+                data = response.data
+            except (urllib3.exceptions.HTTPError, OSError):
+                data = b""
+            finally:
+                response.release_conn()
+            raise _error_for(response.status, data)
+        return response
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        response = self._send(method, path, **kwargs)
+        try:
+            data = response.data
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise Unavailable(f"{method} {path}: {exc}") from exc
+        finally:
+            response.release_conn()
+        try:
+            result = json.loads(data)
+        except ValueError as exc:
+            raise ClusterError(f"{method} {path}: the response is not JSON") from exc
+        if not isinstance(result, dict):
+            raise ClusterError(f"{method} {path}: the response is not a JSON object")
+        return result
+
+    @staticmethod
+    def _target(kind: Kind, body: dict[str, Any], namespace: str | None) -> tuple[str, str | None]:
+        info = KINDS[kind]
+        meta = body.get("metadata") or {}
+        name = meta.get("name")
+        if not name:
+            raise Invalid(f"{info.kind} body has no metadata.name")
+        namespace = namespace or meta.get("namespace")
+        if info.namespaced and not namespace:
+            raise Invalid(f"{info.kind} {name!r} needs a namespace")
+        return name, namespace if info.namespaced else None
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def version(self) -> ClusterVersion:
+        return _parse_version(self._json("GET", "/version"))
+
+    def get(self, kind: Kind, name: str, namespace: str | None = None) -> dict[str, Any]:
+        return self._json("GET", KINDS[kind].path(namespace, name))
+
+    def list_page(
+        self,
+        kind: Kind,
+        *,
+        namespace: str | None = None,
+        limit: int = 500,
+        continue_: str | None = None,
+        resource_version: str | None = None,
+        resource_version_match: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> dict[str, Any]:
+        """One page of a list, as the raw `<Kind>List` JSON (items lack apiVersion/kind).
+
+        A continue token that is too old raises `Gone`: start the list again.
+        """
+        query: list[tuple[str, str]] = []
+        if limit:
+            query.append(("limit", str(limit)))
+        if continue_:
+            query.append(("continue", continue_))
+        if resource_version is not None:
+            query.append(("resourceVersion", resource_version))
+        if resource_version_match:
+            query.append(("resourceVersionMatch", resource_version_match))
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        return self._json("GET", KINDS[kind].path(namespace), query=query)
+
+    def list_all(
+        self,
+        kind: Kind,
+        *,
+        namespace: str | None = None,
+        page_size: int = 500,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> tuple[list[dict[str, Any]], str]:
+        """Every item (following continue tokens) and the list's resourceVersion."""
+        items: list[dict[str, Any]] = []
+        continue_: str | None = None
+        while True:
+            page = self.list_page(
+                kind,
+                namespace=namespace,
+                limit=page_size,
+                continue_=continue_,
+                label_selector=label_selector,
+                field_selector=field_selector,
+            )
+            items.extend(page.get("items") or [])
+            meta = page.get("metadata") or {}
+            continue_ = meta.get("continue")
+            if not continue_:
+                return items, str(meta.get("resourceVersion") or "")
+
+    def watch(
+        self,
+        kind: Kind,
+        *,
+        resource_version: str,
+        timeout_seconds: int = 300,
+        allow_bookmarks: bool = True,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Yield raw watch events `{"type": ..., "object": {...}}` until the server ends.
+
+        ERROR events raise: code 410 as `Gone` (relist), others as the matching `ClusterError`.
+        A dropped or stalled stream raises `Unavailable` (resume from the last resourceVersion).
+        Closing the generator closes the connection.
+        """
+        query = [
+            ("watch", "true"),
+            ("resourceVersion", resource_version),
+            ("timeoutSeconds", str(int(timeout_seconds))),
+        ]
+        if allow_bookmarks:
+            query.append(("allowWatchBookmarks", "true"))
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        path = KINDS[kind].path(namespace)
+        response = self._send(
+            "GET",
+            path,
+            query=query,
+            read_timeout=timeout_seconds + self.config.watch_timeout_margin,
+        )
+        finished = False
+        try:
+            buffer = b""
+            for chunk in response.stream(amt=None, decode_content=True):
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield _watch_event(line)
+            if buffer.strip():
+                yield _watch_event(buffer)
+            finished = True
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise Unavailable(f"watch {path}: {exc}") from exc
+        finally:
+            if finished:
+                response.release_conn()
+            else:
+                response.close()
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def create(
+        self, kind: Kind, body: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        """Create an object; `namespace` (when given) overrides the body's namespace."""
+        info = KINDS[kind]
+        metadata = dict(body.get("metadata") or {})
+        if info.namespaced:
+            namespace = namespace or metadata.get("namespace")
+            if not namespace:
+                raise Invalid(f"{info.kind} needs a namespace")
+            metadata["namespace"] = namespace
+        body = {"apiVersion": info.api_version, "kind": info.kind, **body, "metadata": metadata}
+        return self._json("POST", info.path(namespace), body=body)
+
+    def replace(self, kind: Kind, body: dict[str, Any]) -> dict[str, Any]:
+        """PUT the whole object; a stale metadata.resourceVersion raises `Conflict`."""
+        info = KINDS[kind]
+        name, namespace = self._target(kind, body, None)
+        body = {"apiVersion": info.api_version, "kind": info.kind, **body}
+        return self._json("PUT", info.path(namespace, name), body=body)
+
+    def replace_status(self, kind: Kind, body: dict[str, Any]) -> dict[str, Any]:
+        info = KINDS[kind]
+        name, namespace = self._target(kind, body, None)
+        body = {"apiVersion": info.api_version, "kind": info.kind, **body}
+        return self._json("PUT", info.path(namespace, name, "status"), body=body)
+
+    def patch(
+        self,
+        kind: Kind,
+        name: str,
+        patch: dict[str, Any] | list[dict[str, Any]],
+        *,
+        namespace: str | None = None,
+        patch_type: str = "merge",
+        field_manager: str | None = None,
+    ) -> dict[str, Any]:
+        """Patch with `patch_type` "merge", "strategic", "json" (a list of operations)."""
+        return self._patch(kind, name, patch, namespace, None, patch_type, field_manager, False)
+
+    def patch_status(
+        self,
+        kind: Kind,
+        name: str,
+        patch: dict[str, Any] | list[dict[str, Any]],
+        *,
+        namespace: str | None = None,
+        patch_type: str = "merge",
+        field_manager: str | None = FIELD_MANAGER,
+        force: bool = False,
+    ) -> dict[str, Any]:
+        """Patch the status subresource (e.g. write `status.allocation` of a claim)."""
+        return self._patch(kind, name, patch, namespace, "status", patch_type, field_manager, force)
+
+    def apply(
+        self,
+        kind: Kind,
+        body: dict[str, Any],
+        *,
+        field_manager: str = FIELD_MANAGER,
+        force: bool = False,
+    ) -> dict[str, Any]:
+        """Server-side apply: create the object if missing, else merge our fields into it."""
+        info = KINDS[kind]
+        name, namespace = self._target(kind, body, None)
+        body = {"apiVersion": info.api_version, "kind": info.kind, **body}
+        return self._patch(kind, name, body, namespace, None, "apply", field_manager, force)
+
+    def _patch(
+        self,
+        kind: Kind,
+        name: str,
+        patch: Any,
+        namespace: str | None,
+        subresource: str | None,
+        patch_type: str,
+        field_manager: str | None,
+        force: bool,
+    ) -> dict[str, Any]:
+        content_type = _PATCH_CONTENT_TYPES.get(patch_type)
+        if content_type is None:
+            raise ValueError(f"unknown patch type {patch_type!r}")
+        if patch_type == "json" and not isinstance(patch, list):
+            raise ValueError("a JSON patch is a list of operations")
+        if patch_type == "apply" and not field_manager:
+            raise ValueError("server-side apply needs a field manager")
+        query: list[tuple[str, str]] = []
+        if field_manager:
+            query.append(("fieldManager", field_manager))
+        if force and patch_type == "apply":
+            query.append(("force", "true"))
+        path = KINDS[kind].path(namespace, name, subresource)
+        return self._json(
+            "PATCH", path, query=query, body=copy.deepcopy(patch), content_type=content_type
+        )
+
+    def delete(
+        self,
+        kind: Kind,
+        name: str,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        uid: str | None = None,
+        propagation_policy: str | None = None,
+    ) -> dict[str, Any]:
+        """Delete one object; returns the Status (or the object while finalizers hold it).
+
+        `resource_version`/`uid` are preconditions: a mismatch raises `Conflict`.
+        """
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        preconditions = {
+            k: v for k, v in (("resourceVersion", resource_version), ("uid", uid)) if v
+        }
+        if preconditions:
+            options["preconditions"] = preconditions
+        if propagation_policy:
+            options["propagationPolicy"] = propagation_policy
+        return self._json("DELETE", KINDS[kind].path(namespace, name), body=options)
+
+
+def _watch_event(line: bytes) -> dict[str, Any]:
+    try:
+        event = json.loads(line)
+    except ValueError as exc:
+        raise Unavailable(f"malformed watch event: {line[:200]!r}") from exc
+    if not isinstance(event, dict) or "type" not in event:
+        raise Unavailable(f"malformed watch event: {line[:200]!r}")
+    if event["type"] == "ERROR":
+        status = event.get("object") if isinstance(event.get("object"), dict) else None
+        code = int((status or {}).get("code") or 500)
+        message = str((status or {}).get("message") or "watch error")
+        raise _error_class(code, status)(message, code=code, status=status)
+    return event
+
+
+def connect(config: ClusterConfig | None = None) -> Cluster:
+    """A client for the configured cluster (see `ClusterConfig` for the resolution order)."""
+    return Cluster(config)

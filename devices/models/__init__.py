@@ -1,0 +1,22 @@
+"""The cluster mirror: a database copy of the DRA objects and the core objects they touch."""
+
+from devices.models.device_classes import DeviceClass
+from devices.models.devices import Device, DeviceState
+from devices.models.mirror import MirroredObject, MirrorStatus
+from devices.models.namespaces import Namespace
+from devices.models.nodes import Node
+from devices.models.pods import Pod
+from devices.models.resource_slices import ResourceSlice, SharedCounterSet
+
+__all__ = [
+    "Device",
+    "DeviceClass",
+    "DeviceState",
+    "MirrorStatus",
+    "MirroredObject",
+    "Namespace",
+    "Node",
+    "Pod",
+    "ResourceSlice",
+    "SharedCounterSet",
+]

@@ -1,0 +1,32 @@
+"""An emulator per test, and a `devices.cluster.Cluster` talking to it over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from apiemulator import Emulator
+from devices.cluster import Cluster, ClusterConfig
+
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+
+
+@pytest.fixture
+def emulator() -> Iterator[Emulator]:
+    with Emulator(port=0, bookmark_interval=0.2) as emu:
+        yield emu
+
+
+@pytest.fixture
+def cluster(emulator: Emulator) -> Iterator[Cluster]:
+    with Cluster(ClusterConfig(server=emulator.url, read_timeout=5)) as client:
+        yield client
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    if not FIXTURES.is_dir():
+        pytest.skip(f"shared fixtures not found at {FIXTURES}")
+    return FIXTURES

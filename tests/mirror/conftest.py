@@ -1,0 +1,60 @@
+"""The emulator with the demo cluster loaded, and clients of it (real kubernetes client, HTTP)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apiemulator import Emulator
+from devices.cluster import Cluster, ClusterConfig, Kind
+from devices.mirror.mapping import normalized
+from devices.mirror.store import MODELS
+
+FIXTURES = Path(__file__).resolve().parents[2] / "devices" / "fixtures"
+
+
+def fixture_objects() -> list[dict[str, Any]]:
+    return [
+        item
+        for path in sorted(FIXTURES.glob("*.json"))
+        for item in json.loads(path.read_text())["items"]
+    ]
+
+
+@pytest.fixture
+def emulator() -> Iterator[Emulator]:
+    with Emulator(port=0, bookmark_interval=0.2) as emu:
+        emu.load(fixture_objects())
+        yield emu
+
+
+@pytest.fixture
+def cluster(emulator: Emulator) -> Iterator[Cluster]:
+    with Cluster(ClusterConfig(server=emulator.url, read_timeout=5)) as client:
+        yield client
+
+
+def cluster_state(cluster: Cluster, kind: Kind) -> dict[str, tuple[str, dict[str, Any]]]:
+    """uid → (resourceVersion, object) as the API server lists them."""
+    items = []
+    continue_ = None
+    while True:
+        page = cluster.list_page(kind, limit=500, continue_=continue_)
+        items += page["items"]
+        continue_ = page["metadata"].get("continue")
+        if not continue_:
+            break
+    return {
+        o["metadata"]["uid"]: (o["metadata"]["resourceVersion"], normalized(kind, o)) for o in items
+    }
+
+
+def mirror_state(kind: Kind) -> dict[str, tuple[str, dict[str, Any]]]:
+    return {
+        uid: (version, raw)
+        for uid, version, raw in MODELS[kind].objects.values_list("uid", "resource_version", "raw")
+    }

@@ -1,0 +1,153 @@
+"""The list+watch loop against the emulator, through the real kubernetes client over HTTP."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from devices.cluster import Kind
+from devices.mirror import store
+from devices.mirror.reflector import Reflector
+from devices.models import Device, MirrorStatus, ResourceSlice
+from tests.mirror.conftest import cluster_state, mirror_state
+
+
+def run_while(reflector: Reflector, action, seconds: float = 3.0) -> None:
+    """Runs the reflector in this thread while ``action`` runs in another."""
+    worker = threading.Thread(target=action)
+    worker.start()
+    reflector.run(seconds=seconds)
+    worker.join()
+
+
+def first_slice(cluster) -> dict:
+    return cluster.list_page(Kind.RESOURCE_SLICES, limit=1)["items"][0]
+
+
+@pytest.mark.django_db
+def test_a_cold_start_mirrors_every_object_exactly(cluster):
+    for kind in store.MODELS:
+        Reflector(kind, cluster).relist()
+        assert mirror_state(kind) == cluster_state(cluster, kind), kind
+    assert Device.objects.count() == 238
+
+
+@pytest.mark.django_db
+def test_a_resync_with_no_changes_writes_nothing(cluster):
+    reflector = Reflector(Kind.RESOURCE_SLICES, cluster)
+    reflector.relist()
+    applied = reflector.relist()
+    assert (applied.written, applied.deleted) == (0, 0)
+
+
+@pytest.mark.django_db
+def test_watch_events_reach_the_rows(cluster):
+    reflector = Reflector(Kind.RESOURCE_SLICES, cluster, watch_seconds=1)
+    reflector.relist()
+    victim = first_slice(cluster)
+
+    def change() -> None:
+        time.sleep(0.3)
+        victim["metadata"]["labels"] = {"edited": "yes"}
+        cluster.replace(Kind.RESOURCE_SLICES, victim)
+        cluster.delete(Kind.RESOURCE_SLICES, victim["metadata"]["name"])
+
+    run_while(reflector, change, seconds=2)
+    assert mirror_state(Kind.RESOURCE_SLICES) == cluster_state(cluster, Kind.RESOURCE_SLICES)
+    assert not ResourceSlice.objects.filter(name=victim["metadata"]["name"]).exists()
+    status = MirrorStatus.objects.get(kind="resourceslices")
+    assert status.events_total == 2
+    assert status.lag_seconds is not None and status.lag_seconds < 1
+
+
+@pytest.mark.django_db
+def test_a_compaction_makes_it_relist_and_reconcile_deletes(cluster, emulator):
+    reflector = Reflector(Kind.RESOURCE_SLICES, cluster, watch_seconds=1)
+    reflector.relist()
+    victim = first_slice(cluster)
+    # Changes the watcher never sees as events: history is compacted before it watches.
+    cluster.delete(Kind.RESOURCE_SLICES, victim["metadata"]["name"])
+    emulator.compact()
+    reflector.run(seconds=1.5)
+    assert mirror_state(Kind.RESOURCE_SLICES) == cluster_state(cluster, Kind.RESOURCE_SLICES)
+    assert MirrorStatus.objects.get(kind="resourceslices").relists_total == 2
+
+
+@pytest.mark.django_db
+def test_it_survives_500s_and_dropped_connections(cluster, emulator):
+    reflector = Reflector(Kind.RESOURCE_SLICES, cluster, watch_seconds=1)
+    reflector.backoff.base = 0.01
+    victim = first_slice(cluster)
+    emulator.fail_next(2, status=500, path="/apis/resource.k8s.io/v1/resourceslices")
+
+    def change() -> None:
+        time.sleep(0.4)
+        emulator.close_watches()
+        victim["metadata"]["labels"] = {"after": "drop"}
+        cluster.replace(Kind.RESOURCE_SLICES, victim)
+
+    run_while(reflector, change, seconds=2.5)
+    assert mirror_state(Kind.RESOURCE_SLICES) == cluster_state(cluster, Kind.RESOURCE_SLICES)
+    status = MirrorStatus.objects.get(kind="resourceslices")
+    assert status.error_count >= 2
+    assert "500" in status.last_error or "Unavailable" in status.last_error
+
+
+@pytest.mark.django_db
+def test_a_watcher_killed_mid_batch_resumes_without_loss_or_duplication(cluster, monkeypatch):
+    reflector = Reflector(Kind.RESOURCE_SLICES, cluster, watch_seconds=1)
+    reflector.relist()
+    names = [s["metadata"]["name"] for s in cluster.list_page(Kind.RESOURCE_SLICES)["items"]]
+    for name in names[:5]:
+        cluster.delete(Kind.RESOURCE_SLICES, name)
+
+    real_apply = store.apply_events
+    calls = {"n": 0}
+
+    def dying_apply(kind, events):
+        real_apply(kind, events)  # rows written, then the process "dies" before commit
+        calls["n"] += 1
+        raise SystemExit("killed mid-batch")
+
+    monkeypatch.setattr("devices.mirror.reflector.apply_events", dying_apply)
+    with pytest.raises(SystemExit):
+        reflector.run(seconds=2)
+    assert calls["n"] == 1
+    # The batch rolled back with its resourceVersion: the mirror is still at the list.
+    assert ResourceSlice.objects.count() == 15
+    monkeypatch.setattr("devices.mirror.reflector.apply_events", real_apply)
+
+    restarted = Reflector(Kind.RESOURCE_SLICES, cluster, watch_seconds=1)
+    assert restarted.resource_version == reflector.resource_version
+    restarted.run(seconds=1.5)
+    assert mirror_state(Kind.RESOURCE_SLICES) == cluster_state(cluster, Kind.RESOURCE_SLICES)
+    assert MirrorStatus.objects.get(kind="resourceslices").relists_total == 1  # no relist
+
+
+@pytest.mark.django_db
+def test_a_malformed_object_is_flagged_and_the_watcher_goes_on(cluster, emulator):
+    reflector = Reflector(Kind.RESOURCE_SLICES, cluster, watch_seconds=1)
+    reflector.relist()
+
+    def publish() -> None:
+        time.sleep(0.3)
+        emulator.load(
+            [
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "ResourceSlice",
+                    "metadata": {"name": "broken"},
+                    "spec": {"devices": {"no": "list"}},
+                }
+            ]
+        )
+        good = first_slice(cluster)
+        good["metadata"]["labels"] = {"still": "watching"}
+        cluster.replace(Kind.RESOURCE_SLICES, good)
+
+    run_while(reflector, publish, seconds=2)
+    broken = ResourceSlice.objects.get(name="broken")
+    assert broken.is_malformed
+    assert ResourceSlice.objects.filter(raw__metadata__labels__still="watching").exists()
