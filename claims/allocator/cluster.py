@@ -208,7 +208,7 @@ class Cluster:
         cached = self._visible.get(node.name)
         if cached is not None:
             return cached
-        uids = []
+        uids: list[int] = []
         for resource_slice in self.inventory.by_node.get(node.name, []):
             uids.extend(device.uid for device in resource_slice.devices)
         for resource_slice in self.inventory.shared:

@@ -67,8 +67,8 @@ def _configs(allocation: ClaimAllocation) -> list[dict[str, Any]]:
                 configs[index].setdefault("requests", []).append(data.name)
             continue
         first = len(configs)
-        for config in device_class.config:
-            configs.append(_config_entry("FromClass", [data.name], config))
+        for class_config in device_class.config:
+            configs.append(_config_entry("FromClass", [data.name], class_config))
         class_ranges[device_class.name] = (first, len(configs))
     claim = allocation.claim
     for config in claim.config:

@@ -25,16 +25,17 @@ from .constraints import ClaimConstraint, DistinctAttribute, MatchAttribute
 from .features import Features
 from .model import (
     AllocatedDevice,
+    CapacityPolicy,
     Device,
     DeviceClass,
     DeviceRequest,
     ExactRequest,
     Node,
-    Quantity,
     ResourceClaim,
     ResourceSlice,
 )
 from .pools import Inventory, Pool, device_matches_node, gather_pools
+from .quantity import Quantity
 
 __all__ = [
     "RESULTS_LIMIT",
@@ -172,7 +173,9 @@ class ClaimAllocation:
     chosen: list[_RequestData]  # per request: the request or its chosen subrequest
 
 
-def _consumed_amount(requested: Quantity | None, value: Quantity, policy: Any) -> Quantity:
+def _consumed_amount(
+    requested: Quantity | None, value: Quantity, policy: CapacityPolicy | None
+) -> Quantity:
     if requested is None:
         if policy is not None and policy.default is not None:
             return policy.default
@@ -195,7 +198,7 @@ def _consumed_amount(requested: Quantity | None, value: Quantity, policy: Any) -
     return requested
 
 
-def _violates_policy(amount: Quantity, policy: Any) -> bool:
+def _violates_policy(amount: Quantity, policy: CapacityPolicy | None) -> bool:
     if policy is None:
         return False
     if policy.default is not None and amount == policy.default:

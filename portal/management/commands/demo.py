@@ -1,20 +1,64 @@
-"""``make demo``: the demo users, then the portal served on one port, in one process."""
+"""``make demo``: the embedded mode in one process.
+
+Seeds the demo personas; unless a real cluster is configured (``KUBE_API_SERVER`` or
+``KUBECONFIG``), starts the API emulator loaded with ``devices/fixtures`` (two DGX H100, a DGX
+A100 with MIG partitions, the dra-example-driver node, a legacy device-plugin node, their
+classes and claims); starts one watcher thread per kind; then serves the portal.
+"""
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from devices.mirror.watchers import start_embedded_watchers
+
+FIXTURES = Path(settings.BASE_DIR) / "devices" / "fixtures"
+# Namespaces and nodes first, so they keep their labels when the claims and slices arrive.
+FIXTURE_ORDER = ["namespaces.json", "nodes.json"]
+
 
 class Command(BaseCommand):
-    help = "Seed the demo personas and serve the portal (the embedded, one-command mode)."
+    help = "Seed the demo personas, start the demo cluster and the watchers, serve the portal."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", default=8000, type=int)
+        parser.add_argument("--emulator-port", default=8001, type=int)
 
     def handle(self, *args: Any, **options: Any) -> None:
         call_command("seed_demo", stdout=self.stdout)
-        call_command("runserver", f"{options['host']}:{options['port']}", use_reloader=False)
+        if not (settings.KUBE_API_SERVER or settings.KUBECONFIG):
+            self._start_emulator(options["emulator_port"])
+        stop = threading.Event()
+        start_embedded_watchers(stop)
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Watching {settings.KUBE_API_SERVER or settings.KUBECONFIG}; the portal is at "
+                f"http://{options['host']}:{options['port']}/"
+            )
+        )
+        try:
+            call_command("runserver", f"{options['host']}:{options['port']}", use_reloader=False)
+        finally:
+            stop.set()
+
+    def _start_emulator(self, port: int) -> None:
+        from apiemulator import Emulator  # the demo's stand-in cluster, never used in production
+
+        emulator = Emulator(port=port, bookmark_interval=5.0).start()
+        files = [FIXTURES / name for name in FIXTURE_ORDER] + sorted(
+            path for path in FIXTURES.glob("*.json") if path.name not in FIXTURE_ORDER
+        )
+        count = emulator.load_files(files)
+        kubeconfig = emulator.kubeconfig(settings.VAR_DIR / "demo-kubeconfig")
+        settings.KUBE_API_SERVER = emulator.url
+        self.stdout.write(
+            f"Demo cluster (API emulator) at {emulator.url} with {count} objects; "
+            f"kubectl --kubeconfig {kubeconfig} get resourceslices"
+        )
