@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
-from devices.cluster import Kind
+from devices.cluster import ClusterError, Kind
 from devices.mirror.locks import watcher_lock
 from devices.mirror.mapping import MIRRORED_KINDS
 from devices.mirror.watchers import run_watcher
@@ -26,8 +26,13 @@ def watch_kind(kind: str) -> str:
     Bounded runs keep a worker restart from losing more than one run, and let the lock move to
     another worker. When the lock is held elsewhere the task ends at once.
     """
-    if not run_watcher(Kind(kind), seconds=settings.WATCH_RUN_SECONDS):
-        return "held elsewhere"
+    try:
+        if not run_watcher(Kind(kind), seconds=settings.WATCH_RUN_SECONDS):
+            return "held elsewhere"
+    except ClusterError:
+        # Misconfiguration (recorded on the mirror status): beat retries in a while rather
+        # than this task spinning.
+        return "failed"
     watch_kind.apply_async((kind,), queue="watchers")
     return "ran"
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import DatabaseError, close_old_connections, transaction
+from django.db import DatabaseError, close_old_connections, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -37,11 +37,21 @@ from devices.mirror.store import (
 )
 from devices.models import MirrorStatus
 
-__all__ = ["Backoff", "Reflector"]
+__all__ = ["Backoff", "Reflector", "refresh_connection"]
 
 logger = logging.getLogger(__name__)
 
 _END = object()
+
+
+def refresh_connection() -> None:
+    """Drops a broken or expired database connection before the next unit of work.
+
+    Long-running loops outlive ``CONN_MAX_AGE`` and database restarts (STYLE §15). Inside an
+    atomic block (a caller's transaction, or a test's) the connection is left alone.
+    """
+    if not connection.in_atomic_block:
+        close_old_connections()
 
 
 @dataclass
@@ -110,7 +120,7 @@ class Reflector:
 
         while running():
             try:
-                close_old_connections()
+                refresh_connection()
                 if self.resource_version is None or self._resync_due():
                     self.relist()
                 self.watch(running)
@@ -289,7 +299,7 @@ class Reflector:
     def _record_error(self, error: Exception) -> None:
         logger.warning("%s: %s: %s", self.kind, type(error).__name__, error)
         try:
-            close_old_connections()
+            refresh_connection()
             MirrorStatus.objects.filter(kind=self.kind.value).update(
                 state=MirrorStatus.State.BACKING_OFF,
                 error_count=F("error_count") + 1,

@@ -8,14 +8,16 @@ import socket
 import threading
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db.models import F
+from django.utils import timezone
 
-from devices.cluster import Cluster, ClusterConfig, Kind
+from devices.cluster import Cluster, ClusterConfig, ClusterError, Kind
 from devices.mirror.locks import watcher_lock
 from devices.mirror.mapping import MIRRORED_KINDS
-from devices.mirror.reflector import Reflector
+from devices.mirror.reflector import Reflector, refresh_connection
+from devices.models import MirrorStatus
 
-__all__ = ["cluster_config", "run_watcher", "start_embedded_watchers"]
+__all__ = ["cluster_config", "record_error", "run_watcher", "start_embedded_watchers"]
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +32,17 @@ def cluster_config() -> ClusterConfig:
     )
 
 
+def record_error(kind: Kind, error: Exception) -> None:
+    """Counts an error against the kind's mirror status, for the status page and the API."""
+    MirrorStatus.objects.get_or_create(kind=kind.value)
+    MirrorStatus.objects.filter(kind=kind.value).update(
+        state=MirrorStatus.State.BACKING_OFF,
+        error_count=F("error_count") + 1,
+        last_error=f"{type(error).__name__}: {error}"[:2000],
+        last_error_at=timezone.now(),
+    )
+
+
 def run_watcher(kind: Kind, *, seconds: float, stop: threading.Event | None = None) -> bool:
     """Mirrors ``kind`` for about ``seconds`` if no other watcher holds it.
 
@@ -40,7 +53,12 @@ def run_watcher(kind: Kind, *, seconds: float, stop: threading.Event | None = No
         return False
     watcher = f"{socket.gethostname()}:{lock.holder[:8]}"
     try:
-        with Cluster(cluster_config()) as cluster:
+        try:
+            cluster = Cluster(cluster_config())
+        except ClusterError as error:
+            record_error(kind, error)
+            raise
+        with cluster:
             reflector = Reflector(
                 kind,
                 cluster,
@@ -51,7 +69,7 @@ def run_watcher(kind: Kind, *, seconds: float, stop: threading.Event | None = No
             reflector.run(seconds=seconds, stop=stop, keepalive=lock.renew)
     finally:
         lock.release()
-        close_old_connections()
+        refresh_connection()
     return True
 
 
