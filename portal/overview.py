@@ -9,9 +9,42 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Count, Q
+
+from claims.models import ResourceClaim
+from devices.models import Device, Node
 
 __all__ = ["cluster_overview"]
 
 
 def cluster_overview(user: AbstractBaseUser | AnonymousUser) -> dict[str, Any] | None:
-    return None
+    """Nodes, whole GPUs by model, device states and the user's claims, or ``None`` while the
+    mirror holds neither nodes nor devices. A fixed handful of queries."""
+    node_count = Node.objects.count()
+    devices = Device.objects.visible_to(user)
+    device_count = devices.count()
+    if not node_count and not device_count:
+        return None
+    gpus = list(
+        devices.filter(parent_uuid="")
+        .exclude(model_name="")
+        .order_by()
+        .values("model_name")
+        .annotate(count=Count("pk"))
+        .order_by("-count", "model_name")
+    )
+    claims = ResourceClaim.objects.visible_to(user).aggregate(
+        total=Count("pk"),
+        pending=Count("pk", filter=Q(is_allocated=False)),
+        allocated=Count("pk", filter=Q(is_allocated=True)),
+    )
+    return {
+        "node_count": node_count,
+        "ready_count": Node.objects.filter(is_ready=True).count(),
+        "device_count": device_count,
+        "gpus": gpus,
+        "free_count": devices.free().count(),
+        "allocated_count": devices.allocated().count(),
+        "tainted_count": devices.tainted().count(),
+        "claims": claims,
+    }

@@ -21,6 +21,8 @@ urlpatterns = [
     path("tenants/<slug:slug>/", tenants.tenant_detail, name="tenant-detail"),
     path("account/tokens/", api_tokens.apitoken_list, name="apitoken-list"),
     path("account/tokens/<int:pk>/revoke/", api_tokens.apitoken_revoke, name="apitoken-revoke"),
+    path("", include("devices.urls")),
+    path("", include("claims.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include("portal.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -3,6 +3,8 @@
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
+from claims.api.urls import ROUTES as CLAIM_ROUTES
+from devices.api.urls import ROUTES as DEVICE_ROUTES
 from portal.api import views
 
 app_name = "api"
@@ -11,6 +13,8 @@ router = DefaultRouter()
 router.register("tenants", views.TenantViewSet, basename="tenant")
 router.register("quotas", views.QuotaViewSet, basename="quota")
 router.register("audit-events", views.AuditEventViewSet, basename="auditevent")
+for prefix, viewset, basename in [*DEVICE_ROUTES, *CLAIM_ROUTES]:
+    router.register(prefix, viewset, basename=basename)
 
 urlpatterns = [
     path("me/", views.CurrentUserView.as_view(), name="me"),

@@ -13,10 +13,24 @@ from typing import Any
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from devices.models import Device, MirrorStatus, ResourceSlice
 from portal.models import AuditEvent
 from portal.services.api_tokens import issue_api_token
+from tests.devices.cluster_data import load_fixture_cluster
 
 PUBLIC = {"login", "logout"}
+# The inventory is not tenant data: every signed-in user may read it (who holds a device is
+# gated per claim, see tests/devices/test_device_pages.py).
+CLUSTER_WIDE = {
+    "node-detail",
+    "device-detail",
+    "deviceclass-detail",
+    "api:node-detail",
+    "api:device-detail",
+    "api:deviceclass-detail",
+    "api:resourceslice-detail",
+}
+STAFF_ONLY = {"api:mirrorstatus-detail"}
 
 
 def _walk(patterns: list[Any], namespace: str = "") -> Iterator[tuple[str, list[str]]]:
@@ -49,11 +63,16 @@ def team_a_objects(alice, team_a):
         object_id=str(team_a.pk),
         object_repr="Team A",
     )
+    load_fixture_cluster()  # gpu-test1 (team-a) holds claims of the demo cluster
+    MirrorStatus.objects.create(kind="nodes")
+    device = Device.objects.get(node_name="dgx-h100-01", name="gpu-0", driver="gpu.nvidia.com")
     return {
         "slug": team_a.slug,
         "token": token.pk,
         "quota": team_a.quotas.first().pk,
         "auditevent": event.pk,
+        "device": device.pk,
+        "resource_slice": ResourceSlice.objects.filter(node_name="dgx-h100-01").first().name,
     }
 
 
@@ -63,6 +82,16 @@ def sample_kwargs(name: str, params: tuple[str, ...], objects: dict[str, Any]) -
         "apitoken-revoke": {"pk": objects["token"]},
         "api:quota-detail": {"pk": objects["quota"]},
         "api:auditevent-detail": {"pk": objects["auditevent"]},
+        "node-detail": {"name": "dgx-h100-01"},
+        "api:node-detail": {"name": "dgx-h100-01"},
+        "device-detail": {"pk": objects["device"]},
+        "api:device-detail": {"pk": objects["device"]},
+        "deviceclass-detail": {"name": "gpu.nvidia.com"},
+        "api:deviceclass-detail": {"name": "gpu.nvidia.com"},
+        "api:resourceslice-detail": {"name": objects["resource_slice"]},
+        "api:mirrorstatus-detail": {"kind": "nodes"},
+        "resourceclaim-detail": {"namespace": "gpu-test1", "name": "pod1-gpu-nscrq"},
+        "api:resourceclaim-detail": {"key": "gpu-test1/pod1-gpu-nscrq"},
     }
     if name in by_name:
         return by_name[name]
@@ -106,7 +135,8 @@ def test_another_tenant_never_sees_team_a_objects(client_as, carol, team_a_objec
             continue
         url = reverse(name, kwargs=sample_kwargs(name, params, team_a_objects))
         response = client.post(url) if name.endswith("-revoke") else client.get(url)
-        assert response.status_code == 404, f"{url} answered {response.status_code} to carol"
+        expected = 200 if name in CLUSTER_WIDE else 403 if name in STAFF_ONLY else 404
+        assert response.status_code == expected, f"{url} answered {response.status_code} to carol"
         checked += 1
     assert checked >= 3
 

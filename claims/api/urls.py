@@ -1,0 +1,7 @@
+"""The claims routes, registered on the one ``/api/v1/`` router (``portal.api.urls``)."""
+
+from claims.api import views
+
+ROUTES = [
+    ("resource-claims", views.ResourceClaimViewSet, "resourceclaim"),
+]

@@ -1,0 +1,43 @@
+"""FilterSet of the claim list, shared by the HTML page and the API (STYLE §6)."""
+
+from __future__ import annotations
+
+import django_filters
+from django.db.models import Exists, OuterRef, QuerySet
+
+from claims.models import AllocatedDevice, ResourceClaim
+
+__all__ = ["ResourceClaimFilterSet"]
+
+State = ResourceClaim.State
+
+
+class ResourceClaimFilterSet(django_filters.FilterSet):
+    q = django_filters.CharFilter(field_name="name", lookup_expr="icontains", label="Search")
+    namespace = django_filters.CharFilter(field_name="namespace", label="Namespace")
+    state = django_filters.ChoiceFilter(choices=State.choices, method="in_state", label="State")
+    driver = django_filters.CharFilter(method="with_driver", label="Driver")
+
+    class Meta:
+        model = ResourceClaim
+        fields = ["q", "namespace", "state", "driver"]
+
+    def in_state(
+        self, queryset: QuerySet[ResourceClaim], name: str, value: str
+    ) -> QuerySet[ResourceClaim]:
+        """The same precedence as ``ResourceClaim.state``: deleting, in use, allocated, pending."""
+        not_deleting = queryset.filter(is_deleting=False)
+        return {
+            State.DELETING: queryset.filter(is_deleting=True),
+            State.IN_USE: not_deleting.filter(consumer_count__gt=0),
+            State.ALLOCATED: not_deleting.filter(consumer_count=0, is_allocated=True),
+            State.PENDING: not_deleting.filter(consumer_count=0, is_allocated=False),
+        }[State(value)]
+
+    def with_driver(
+        self, queryset: QuerySet[ResourceClaim], name: str, value: str
+    ) -> QuerySet[ResourceClaim]:
+        """Claims with an allocation result from ``value`` (a subquery, so that annotated
+        counts over ``allocated_devices`` are not multiplied by a join)."""
+        results = AllocatedDevice.objects.filter(claim=OuterRef("pk"), driver=value)
+        return queryset.filter(Exists(results))

@@ -1,0 +1,218 @@
+"""Device pages: the filterable inventory and one device with who holds it.
+
+Inventory is visible to every signed-in user; *who* holds a device is not: a claim the user
+may not see (``ResourceClaim.objects.visible_to``) is shown as "held by a claim in another
+tenant", without its namespace or name.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django_tables2 import RequestConfig
+
+from claims.allocator.quantity import QuantityError, parse_quantity
+from claims.models import AllocatedDevice, ResourceClaim
+from devices.filtersets import DeviceFilterSet, drivers_named_by
+from devices.models import Device, DeviceClass, DeviceState, Pod, SharedCounterSet
+from devices.tables import DeviceTable, human_bytes, with_state
+from portal.htmx import render_page, wants_fragment
+
+__all__ = [
+    "attribute_rows",
+    "capacity_rows",
+    "device_detail",
+    "device_list",
+    "pretty_json",
+]
+
+PER_PAGE = 50
+
+
+def pretty_json(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True)
+
+
+def attribute_rows(attributes: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(name, type, value) of each published attribute, sorted by name."""
+    rows = []
+    for name, entry in sorted(attributes.items()):
+        if isinstance(entry, dict) and entry:
+            kind, value = next(iter(entry.items()))
+            rows.append((name, str(kind), str(value)))
+        else:
+            rows.append((name, "", json.dumps(entry)))
+    return rows
+
+
+def _human_quantity(name: str, value: str) -> str:
+    """Bytes humanised for memory-like quantities; blank when it would say nothing new."""
+    if not name.lower().endswith("memory"):  # not counters such as memory-slice-0
+        return ""
+    try:
+        size = parse_quantity(value).ceil_int()
+    except (QuantityError, ValueError, TypeError):
+        return ""
+    human = human_bytes(size)
+    return "" if human.replace(" ", "") == value.replace(" ", "") else human
+
+
+def capacity_rows(capacity: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(name, quantity as published, humanised bytes or "") of each capacity or counter."""
+    rows = []
+    for name, entry in sorted(capacity.items()):
+        value = str(entry.get("value", "")) if isinstance(entry, dict) else str(entry)
+        rows.append((name, value, _human_quantity(name, value)))
+    return rows
+
+
+@dataclass
+class Holder:
+    """One allocation result naming the device, as far as the user may know it."""
+
+    result: AllocatedDevice
+    claim: ResourceClaim | None  # None: a claim in another tenant
+    pods: list[Pod] = field(default_factory=list)
+
+
+def _holders(user: Any, device: Device) -> tuple[list[Holder], list[Holder]]:
+    """(holders, admin-access holders) of the device."""
+    results = list(
+        AllocatedDevice.objects.filter(
+            driver=device.driver, pool=device.pool_name, device=device.name
+        )
+        .select_related("claim")
+        .prefetch_related("claim__consumers")
+    )
+    visible = set(
+        ResourceClaim.objects.visible_to(user)
+        .filter(pk__in=[r.claim_id for r in results])
+        .values_list("pk", flat=True)
+    )
+    consumers = {
+        (r.claim.namespace, c.name): c
+        for r in results
+        if r.claim_id in visible
+        for c in r.claim.consumers.all()
+    }
+    pods: dict[tuple[str, str], Pod] = {}
+    if consumers:
+        namespaces = {ns for ns, _ in consumers}
+        for pod in Pod.objects.filter(namespace__in=namespaces, name__in=[n for _, n in consumers]):
+            pods[(pod.namespace, pod.name)] = pod
+    holders: list[Holder] = []
+    admins: list[Holder] = []
+    for result in results:
+        if result.claim_id in visible:
+            claim = result.claim
+            holder = Holder(
+                result,
+                claim,
+                [
+                    pods.get((claim.namespace, c.name))
+                    or Pod(namespace=claim.namespace, name=c.name)
+                    for c in claim.consumers.all()
+                ],
+            )
+        else:
+            holder = Holder(result, None)
+        (admins if result.admin_access else holders).append(holder)
+    return holders, admins
+
+
+@login_required
+def device_list(request: HttpRequest) -> HttpResponse:
+    queryset = with_state(Device.objects.visible_to(request.user))
+    filterset = DeviceFilterSet(request.GET, queryset=queryset)
+    table = DeviceTable(filterset.qs)
+    RequestConfig(request, paginate={"per_page": PER_PAGE}).configure(table)
+    context = {
+        "filterset": filterset,
+        "table": table,
+        "is_filtered": any(filterset.form.data.get(name) for name in filterset.filters),
+        "has_data": bool(table.paginator.count) or Device.objects.exists(),
+    }
+    if not wants_fragment(request):
+        context.update(_filter_choices())
+    return render_page(request, "devices/device_list.html", "device-table", context)
+
+
+def _filter_choices() -> dict[str, list[str]]:
+    """Values offered by the filter form's selects: one query each."""
+    distinct = Device.objects.order_by()
+    return {
+        "drivers": list(distinct.values_list("driver", flat=True).distinct().order_by("driver")),
+        "models": list(
+            distinct.exclude(model_name="")
+            .values_list("model_name", flat=True)
+            .distinct()
+            .order_by("model_name")
+        ),
+        "nodes": list(
+            distinct.exclude(node_name="")
+            .values_list("node_name", flat=True)
+            .distinct()
+            .order_by("node_name")
+        ),
+        "device_classes": list(DeviceClass.objects.values_list("name", flat=True)),
+        "states": DeviceState.choices,
+    }
+
+
+def _counter_sets(device: Device) -> list[SharedCounterSet]:
+    names = [
+        entry.get("counterSet") for entry in device.consumes_counters if isinstance(entry, dict)
+    ]
+    if not names:
+        return []
+    return list(
+        SharedCounterSet.objects.filter(
+            driver=device.driver, pool_name=device.pool_name, name__in=names
+        )
+    )
+
+
+@login_required
+def device_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    device: Device = get_object_or_404(
+        with_state(Device.objects.visible_to(request.user)).select_related("resource_slice"),
+        pk=pk,
+    )
+    holders, admin_holders = _holders(request.user, device)
+    partitions: QuerySet[Device] | list[Device] = []
+    if device.uuid:
+        partitions = with_state(Device.objects.filter(parent_uuid=device.uuid))
+    parent = Device.objects.filter(uuid=device.parent_uuid).first() if device.parent_uuid else None
+    device_classes = [
+        dc for dc in DeviceClass.objects.all() if device.driver in drivers_named_by(dc)
+    ]
+    consumes = [
+        {
+            "counter_set": entry.get("counterSet", ""),
+            "counters": capacity_rows(entry.get("counters") or {}),
+        }
+        for entry in device.consumes_counters
+        if isinstance(entry, dict)
+    ]
+    context = {
+        "device": device,
+        "attributes": attribute_rows(device.attributes),
+        "capacity": capacity_rows(device.capacity),
+        "consumes": consumes,
+        "counter_sets": [
+            {"set": cs, "counters": capacity_rows(cs.counters)} for cs in _counter_sets(device)
+        ],
+        "holders": holders,
+        "admin_holders": admin_holders,
+        "partitions": partitions,
+        "parent": parent,
+        "device_classes": device_classes,
+        "raw_json": pretty_json(device.raw),
+    }
+    return render(request, "devices/device_detail.html", context)

@@ -1,0 +1,54 @@
+"""The claims API: read-only and scoped to the user's tenants, like the pages."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.devices.cluster_data import load_fixture_cluster
+
+pytestmark = pytest.mark.django_db
+
+TEAM_A_CLAIM = "/api/v1/resource-claims/gpu-test1/pod1-gpu-nscrq/"
+
+
+@pytest.fixture
+def mirrored_cluster(db):
+    load_fixture_cluster()
+
+
+def test_anonymous_requests_are_refused(client, mirrored_cluster):
+    assert client.get("/api/v1/resource-claims/").status_code in (401, 403)
+    assert client.get(TEAM_A_CLAIM).status_code in (401, 403)
+
+
+def test_members_list_only_their_namespaces_claims(api_as, alice, carol, root, mirrored_cluster):
+    names = {c["name"] for c in api_as(alice).get("/api/v1/resource-claims/").json()["results"]}
+    assert names == {"pod1-gpu-nscrq", "pod2-gpu-vkpsr"}
+    assert api_as(carol).get("/api/v1/resource-claims/").json()["count"] == 0
+    assert api_as(root).get("/api/v1/resource-claims/").json()["count"] == 13
+
+
+def test_one_claim_is_addressed_by_namespace_and_name(api_as, bob, mirrored_cluster):
+    body = api_as(bob).get(TEAM_A_CLAIM).json()
+    assert body["state"] == "in_use"
+    assert body["results"][0]["device"] == "gpu-0"
+    assert body["reserved_for"][0]["name"] == "pod1"
+    assert body["url"].endswith(TEAM_A_CLAIM)
+
+
+def test_another_tenant_gets_404_for_a_team_a_claim(api_as, carol, mirrored_cluster):
+    response = api_as(carol).get(TEAM_A_CLAIM)
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
+
+
+def test_the_claims_api_uses_the_pages_filters(api_as, root, mirrored_cluster):
+    body = api_as(root).get("/api/v1/resource-claims/?state=pending").json()
+    assert {c["name"] for c in body["results"]} == {
+        "big-memory-gpu",
+        "pod-5f7d8c9b4-kq2wz-a100-vjcmc",
+    }
+
+
+def test_the_claims_api_is_read_only(api_as, root, mirrored_cluster):
+    assert api_as(root).delete(TEAM_A_CLAIM).status_code == 405

@@ -1,0 +1,31 @@
+"""The dashboard's cluster card, once the mirror has rows."""
+
+from __future__ import annotations
+
+import pytest
+
+from portal.overview import cluster_overview
+
+pytestmark = pytest.mark.django_db
+
+
+def test_without_mirrored_rows_the_dashboard_says_no_cluster_is_connected(client_as, alice):
+    assert cluster_overview(alice) is None
+    assert b"No cluster connected yet" in client_as(alice).get("/").content
+
+
+def test_the_dashboard_summarises_the_cluster(client_as, alice, mirrored_cluster):
+    overview = cluster_overview(alice)
+    assert overview is not None
+    assert overview["node_count"] == 5
+    assert {g["model_name"]: g["count"] for g in overview["gpus"]}["NVIDIA H100 80GB HBM3"] == 16
+    assert overview["tainted_count"] == 1
+    content = client_as(alice).get("/").content.decode()
+    assert "No cluster connected yet" not in content
+    assert "GPUs by model" in content
+
+
+def test_claim_counts_are_those_the_user_may_see(alice, carol, root, mirrored_cluster):
+    assert cluster_overview(alice)["claims"] == {"total": 2, "pending": 0, "allocated": 2}
+    assert cluster_overview(carol)["claims"]["total"] == 0
+    assert cluster_overview(root)["claims"]["total"] == 13

@@ -1,0 +1,44 @@
+"""Device class pages: selectors, config, and the devices of the class's driver."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("persona", ["alice", "bob", "carol", "root"])
+def test_every_signed_in_user_sees_device_classes(client_as, personas, mirrored_cluster, persona):
+    client = client_as(personas[persona])
+    assert client.get("/device-classes/").status_code == 200
+    assert client.get("/device-classes/gpu.nvidia.com/").status_code == 200
+
+
+def test_the_list_counts_devices_of_each_class_driver(client_as, alice, mirrored_cluster):
+    response = client_as(alice).get("/device-classes/")
+    table = response.context["table"]
+    assert table.paginator.count == 6
+    assert table.device_counts["gpu.example.com"] == 8
+    assert b"Devices of its driver" in response.content
+
+
+def test_the_list_filters_with_htmx(client_as, alice, mirrored_cluster):
+    response = client_as(alice).get("/device-classes/?q=example", HTTP_HX_REQUEST="true")
+    assert b"<html" not in response.content
+    assert b"gpu.example.com" in response.content
+    assert b"mig.nvidia.com" not in response.content
+
+
+def test_a_class_page_shows_its_selectors_and_extended_resource(client_as, alice, mirrored_cluster):
+    content = client_as(alice).get("/device-classes/gpu.nvidia.com/").content.decode()
+    assert "device.attributes[&#x27;gpu.nvidia.com&#x27;].type == &#x27;gpu&#x27;" in content
+    assert "nvidia.com/gpu" in content
+    assert "not computed yet" in content  # the matched count is honestly not claimed
+
+
+def test_the_list_says_when_the_mirror_has_not_synced(client_as, alice):
+    assert b"the mirror has not synced" in client_as(alice).get("/device-classes/").content
+
+
+def test_an_unknown_class_is_404(client_as, alice, mirrored_cluster):
+    assert client_as(alice).get("/device-classes/nope.example.com/").status_code == 404
