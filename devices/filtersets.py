@@ -22,14 +22,11 @@ DRIVER_EQUALS = re.compile(r"""device\.driver\s*==\s*(["'])([^"']+)\1""")
 
 
 def drivers_named_by(device_class: DeviceClass) -> set[str]:
-    """Drivers a class's CEL selectors compare ``device.driver`` against.
+    """Drivers a class's CEL selectors compare ``device.driver`` against, for display.
 
-    A stand-in for evaluating the selectors: ``claims.allocator.preview_selector`` evaluates an
-    expression against a whole allocation case (slices and all), not against one device row, so
-    list filtering cannot use it without loading every slice. Until the allocator offers a
-    per-device match, "devices of a class" means "devices of the driver(s) its selectors name";
-    classes that also test attributes (``type == 'mig'``) therefore match more devices than the
-    scheduler would give them.
+    Which devices a class matches is decided by evaluating its selectors
+    (``devices.mirror.classes``, stored as ``DeviceClassMatch`` rows); this only names the
+    driver a reader should expect.
     """
     return {
         match.group(2)
@@ -70,12 +67,8 @@ class DeviceFilterSet(django_filters.FilterSet):
     def in_device_class(
         self, queryset: QuerySet[Device], name: str, value: str
     ) -> QuerySet[Device]:
-        """Devices of the driver(s) the class's selectors name (see ``drivers_named_by``);
-        nothing for an unknown class."""
-        device_class = DeviceClass.objects.filter(name=value).first()
-        if device_class is None:
-            return queryset.none()
-        return queryset.filter(driver__in=drivers_named_by(device_class))
+        """Devices every selector of the class accepts; nothing for an unknown class."""
+        return queryset.filter(class_matches__device_class_name=value)
 
     def in_state(self, queryset: QuerySet[Device], name: str, value: str) -> QuerySet[Device]:
         return queryset.in_state(value)  # type: ignore[attr-defined]

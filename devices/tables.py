@@ -229,12 +229,12 @@ class DeviceTable(tables.Table):
 
 
 class DeviceClassTable(tables.Table):
-    """Device classes; set ``device_counts`` (driver → devices) before rendering."""
+    """Device classes; set ``device_counts`` (class name → matching devices) before rendering."""
 
     name = tables.Column(linkify=True, attrs={"td": {"class": "fw-medium text-nowrap"}})
     drivers = tables.Column(verbose_name="Driver", empty_values=(), orderable=False)
     extended_resource_name = tables.Column(verbose_name="Extended resource")
-    devices = NumberColumn(verbose_name="Devices of its driver", empty_values=(), orderable=False)
+    devices = NumberColumn(verbose_name="Matching devices", empty_values=(), orderable=False)
 
     class Meta:
         model = DeviceClass
@@ -254,4 +254,4 @@ class DeviceClassTable(tables.Table):
         return format_html("<code>{}</code>", value)
 
     def render_devices(self, record: DeviceClass) -> int:
-        return sum(self.device_counts.get(driver, 0) for driver in drivers_named_by(record))
+        return self.device_counts.get(record.name, 0)

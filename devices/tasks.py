@@ -6,11 +6,12 @@ from celery import shared_task
 from django.conf import settings
 
 from devices.cluster import ClusterError, Kind
+from devices.mirror.classes import refresh_class_matches
 from devices.mirror.locks import watcher_lock
 from devices.mirror.mapping import MIRRORED_KINDS
 from devices.mirror.watchers import run_watcher
 
-__all__ = ["ensure_watchers", "watch_kind"]
+__all__ = ["ensure_watchers", "refresh_device_classes", "watch_kind"]
 
 
 @shared_task(
@@ -46,3 +47,9 @@ def ensure_watchers() -> list[str]:
             watch_kind.apply_async((kind.value,), queue="watchers")
             started.append(kind.value)
     return started
+
+
+@shared_task(name="devices.tasks.refresh_device_classes", ignore_result=True)
+def refresh_device_classes(slice_uids: list[str] | None = None) -> int:
+    """Recomputes device ↔ class memberships for changed slices (all when ``None``)."""
+    return refresh_class_matches(slice_uids)

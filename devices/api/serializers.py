@@ -102,6 +102,9 @@ class DeviceClassSerializer(serializers.ModelSerializer):
     drivers = serializers.SerializerMethodField(
         help_text="Drivers the selectors compare device.driver against."
     )
+    matching_device_count = serializers.IntegerField(
+        read_only=True, help_text="Devices every selector accepts (free or not)."
+    )
 
     class Meta:
         model = DeviceClass
@@ -114,6 +117,7 @@ class DeviceClassSerializer(serializers.ModelSerializer):
             "config",
             "extended_resource_name",
             "drivers",
+            "matching_device_count",
             "created_at",
             "problems",
         ]

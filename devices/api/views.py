@@ -11,7 +11,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -26,7 +27,14 @@ from devices.filtersets import (
     NodeFilterSet,
     ResourceSliceFilterSet,
 )
-from devices.models import Device, DeviceClass, MirrorStatus, Node, ResourceSlice
+from devices.models import (
+    Device,
+    DeviceClass,
+    DeviceClassMatch,
+    MirrorStatus,
+    Node,
+    ResourceSlice,
+)
 from devices.tables import gpu_models_by_node, with_device_counts, with_state
 
 from .serializers import (
@@ -139,7 +147,18 @@ class DeviceClassViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = DeviceClassFilterSet
     lookup_field = "name"
     lookup_value_regex = NAME
-    queryset = DeviceClass.objects.all()
+    queryset = DeviceClass.objects.annotate(
+        matching_device_count=Coalesce(
+            Subquery(
+                DeviceClassMatch.objects.filter(device_class_name=OuterRef("name"))
+                .order_by()
+                .values("device_class_name")
+                .annotate(n=Count("pk"))
+                .values("n")
+            ),
+            0,
+        )
+    )
 
 
 class ResourceSliceViewSet(viewsets.ReadOnlyModelViewSet):

@@ -173,6 +173,8 @@ class Reflector:
                 break
         with transaction.atomic():
             applied.deleted += delete_missing(self.kind, seen, list_version)
+            if applied.written or applied.deleted:
+                self._after_change(None)
             MirrorStatus.objects.filter(kind=self.kind.value).update(
                 resource_version=list_version,
                 state=MirrorStatus.State.WATCHING,
@@ -260,6 +262,7 @@ class Reflector:
         version = resource_version_of(batch[-1].get("object") or {}) or self.resource_version
         with transaction.atomic():
             apply_events(self.kind, batch)
+            self._after_change([(event.get("object") or {}) for event in batch])
             now = timezone.now()
             MirrorStatus.objects.filter(kind=self.kind.value).update(
                 resource_version=version,
@@ -269,6 +272,20 @@ class Reflector:
                 lag_seconds=(time.monotonic() - first_received) if first_received else None,
             )
         self.resource_version = version
+
+    def _after_change(self, objects: list[dict[str, Any]] | None) -> None:
+        """Schedules what derives from this kind's rows, once the transaction commits.
+
+        Device ↔ class memberships follow slices (only the changed ones; all after a relist,
+        ``objects=None``) and classes (all devices).
+        """
+        from devices.tasks import refresh_device_classes
+
+        if self.kind == Kind.RESOURCE_SLICES and objects is not None:
+            uids = sorted({str((o.get("metadata") or {}).get("uid", "")) for o in objects} - {""})
+            refresh_device_classes.delay_on_commit(uids)
+        elif self.kind in (Kind.RESOURCE_SLICES, Kind.DEVICE_CLASSES):
+            refresh_device_classes.delay_on_commit(None)
 
     def _bookmark(self, version: str) -> None:
         if version and version != self.resource_version:

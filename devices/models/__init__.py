@@ -1,5 +1,6 @@
 """The cluster mirror: a database copy of the DRA objects and the core objects they touch."""
 
+from devices.models.class_matches import DeviceClassMatch
 from devices.models.device_classes import DeviceClass
 from devices.models.devices import Device, DeviceState
 from devices.models.mirror import MirroredObject, MirrorStatus
@@ -11,6 +12,7 @@ from devices.models.resource_slices import ResourceSlice, SharedCounterSet
 __all__ = [
     "Device",
     "DeviceClass",
+    "DeviceClassMatch",
     "DeviceState",
     "MirrorStatus",
     "MirroredObject",

@@ -1,8 +1,7 @@
 """Device class pages: every class, and one class's selectors and config.
 
-"Devices" here counts the devices of the driver(s) a class's selectors name
-(``devices.filtersets.drivers_named_by``), not the devices its CEL selectors match: that needs
-the allocator's CEL evaluation per device, which is not wired into the mirror yet.
+"Matching devices" are those every selector of the class accepts, as the allocator's CEL
+evaluates them (``devices.mirror.classes``), free or not.
 """
 
 from __future__ import annotations
@@ -14,18 +13,19 @@ from django.shortcuts import get_object_or_404, render
 from django_tables2 import RequestConfig
 
 from devices.filtersets import DeviceClassFilterSet, drivers_named_by
-from devices.models import Device, DeviceClass
+from devices.mirror.classes import class_selector_errors
+from devices.models import Device, DeviceClass, DeviceClassMatch
 from devices.tables import DeviceClassTable
 from devices.views.devices import pretty_json
 from portal.htmx import render_page
 
-__all__ = ["deviceclass_detail", "deviceclass_list", "devices_per_driver"]
+__all__ = ["deviceclass_detail", "deviceclass_list", "devices_per_class"]
 
 
-def devices_per_driver() -> dict[str, int]:
-    """driver → number of published devices, in one query."""
-    rows = Device.objects.order_by().values("driver").annotate(n=Count("pk"))
-    return {row["driver"]: row["n"] for row in rows}
+def devices_per_class() -> dict[str, int]:
+    """class name → number of matching devices, in one query."""
+    rows = DeviceClassMatch.objects.order_by().values("device_class_name").annotate(n=Count("pk"))
+    return {row["device_class_name"]: row["n"] for row in rows}
 
 
 @login_required
@@ -33,7 +33,7 @@ def deviceclass_list(request: HttpRequest) -> HttpResponse:
     filterset = DeviceClassFilterSet(request.GET, queryset=DeviceClass.objects.all())
     table = DeviceClassTable(filterset.qs)
     RequestConfig(request, paginate={"per_page": 50}).configure(table)
-    table.device_counts = devices_per_driver()
+    table.device_counts = devices_per_class()
     context = {
         "filterset": filterset,
         "table": table,
@@ -46,13 +46,14 @@ def deviceclass_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def deviceclass_detail(request: HttpRequest, name: str) -> HttpResponse:
     device_class = get_object_or_404(DeviceClass, name=name)
-    counts = devices_per_driver()
-    drivers = sorted(drivers_named_by(device_class))
+    matches = Device.objects.filter(class_matches__device_class_name=device_class.name)
     context = {
         "device_class": device_class,
         "expressions": device_class.cel_expressions,
-        "drivers": [(driver, counts.get(driver, 0)) for driver in drivers],
-        "device_count": sum(counts.get(driver, 0) for driver in drivers),
+        "selector_errors": class_selector_errors(device_class),
+        "drivers": sorted(drivers_named_by(device_class)),
+        "device_count": matches.count(),
+        "free_count": matches.free().count(),
         "config_json": pretty_json(device_class.config) if device_class.config else "",
         "raw_json": pretty_json(device_class.raw),
     }

@@ -19,7 +19,7 @@ from django_tables2 import RequestConfig
 
 from claims.allocator.quantity import QuantityError, parse_quantity
 from claims.models import AllocatedDevice, ResourceClaim
-from devices.filtersets import DeviceFilterSet, drivers_named_by
+from devices.filtersets import DeviceFilterSet
 from devices.models import Device, DeviceClass, DeviceState, Pod, SharedCounterSet
 from devices.tables import DeviceTable, human_bytes, with_state
 from portal.htmx import render_page, wants_fragment
@@ -189,9 +189,9 @@ def device_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if device.uuid:
         partitions = with_state(Device.objects.filter(parent_uuid=device.uuid))
     parent = Device.objects.filter(uuid=device.parent_uuid).first() if device.parent_uuid else None
-    device_classes = [
-        dc for dc in DeviceClass.objects.all() if device.driver in drivers_named_by(dc)
-    ]
+    device_classes = DeviceClass.objects.filter(
+        name__in=device.class_matches.values("device_class_name")
+    )
     consumes = [
         {
             "counter_set": entry.get("counterSet", ""),

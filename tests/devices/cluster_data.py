@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from devices.mirror.classes import refresh_class_matches
 from devices.mirror.store import load
 
 FIXTURES = Path(__file__).resolve().parents[2] / "devices" / "fixtures"
@@ -16,3 +17,4 @@ def load_fixture_cluster() -> None:
     for path in sorted(FIXTURES.glob("*.json")):
         objects.extend(json.loads(path.read_text())["items"])
     load(objects)
+    refresh_class_matches()  # what the watchers schedule after slices change

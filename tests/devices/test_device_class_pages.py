@@ -19,7 +19,7 @@ def test_the_list_counts_devices_of_each_class_driver(client_as, alice, mirrored
     table = response.context["table"]
     assert table.paginator.count == 6
     assert table.device_counts["gpu.example.com"] == 8
-    assert b"Devices of its driver" in response.content
+    assert b"Matching devices" in response.content
 
 
 def test_the_list_filters_with_htmx(client_as, alice, mirrored_cluster):
@@ -33,7 +33,22 @@ def test_a_class_page_shows_its_selectors_and_extended_resource(client_as, alice
     content = client_as(alice).get("/device-classes/gpu.nvidia.com/").content.decode()
     assert "device.attributes[&#x27;gpu.nvidia.com&#x27;].type == &#x27;gpu&#x27;" in content
     assert "nvidia.com/gpu" in content
-    assert "not computed yet" in content  # the matched count is honestly not claimed
+    assert 'data-testid="matching-devices">24</a>' in content  # 16 H100 + 8 A100, not MIG
+
+
+def test_a_class_with_a_broken_selector_says_so_and_matches_nothing(
+    client_as, alice, mirrored_cluster
+):
+    from devices.mirror.classes import refresh_class_matches
+    from devices.models import DeviceClass
+
+    broken = DeviceClass.objects.get(name="gpu.example.com")
+    broken.selectors = [{"cel": {"expression": "device.driver == "}}]
+    broken.save()
+    refresh_class_matches()
+    content = client_as(alice).get("/device-classes/gpu.example.com/").content.decode()
+    assert "selector #0: " in content
+    assert 'data-testid="matching-devices">0</a>' in content
 
 
 def test_the_list_says_when_the_mirror_has_not_synced(client_as, alice):

@@ -53,10 +53,17 @@ def test_the_device_list_filters(client_as, alice, mirrored_cluster, query, expe
     assert response.context["table"].paginator.count == expected
 
 
-def test_a_device_class_filter_means_devices_of_its_driver(client_as, alice, mirrored_cluster):
-    response = client_as(alice).get("/devices/?device_class=mig.nvidia.com")
-    expected = Device.objects.filter(driver="gpu.nvidia.com").count()
-    assert response.context["table"].paginator.count == expected
+def test_a_device_class_filter_means_devices_its_selectors_accept(
+    client_as, alice, mirrored_cluster
+):
+    client = client_as(alice)
+    mig = client.get("/devices/?device_class=mig.nvidia.com").context["table"].paginator.count
+    gpus = client.get("/devices/?device_class=gpu.nvidia.com").context["table"].paginator.count
+    # The A100's 8 GPUs each offer 25 MIG placements; full GPUs: 16 H100 + 8 A100.
+    assert mig == Device.objects.filter(device_type="mig").count() == 200
+    assert gpus == Device.objects.filter(driver="gpu.nvidia.com", device_type="gpu").count() == 24
+    vfio = client.get("/devices/?device_class=vfio.gpu.nvidia.com")
+    assert vfio.context["table"].paginator.count == 0  # no VFIO devices are published
     unknown = client_as(alice).get("/devices/?device_class=nope")
     assert unknown.context["table"].paginator.count == 0
 

@@ -151,3 +151,15 @@ def test_a_malformed_object_is_flagged_and_the_watcher_goes_on(cluster, emulator
     broken = ResourceSlice.objects.get(name="broken")
     assert broken.is_malformed
     assert ResourceSlice.objects.filter(raw__metadata__labels__still="watching").exists()
+
+
+@pytest.mark.django_db
+def test_device_class_memberships_follow_the_slices(cluster, django_capture_on_commit_callbacks):
+    from devices.models import DeviceClassMatch
+
+    with django_capture_on_commit_callbacks(execute=True):
+        Reflector(Kind.DEVICE_CLASSES, cluster).relist()
+        Reflector(Kind.RESOURCE_SLICES, cluster).relist()
+    matches = DeviceClassMatch.objects.filter(device_class_name="mig.nvidia.com")
+    assert matches.count() == 200
+    assert not matches.exclude(device__device_type="mig").exists()
