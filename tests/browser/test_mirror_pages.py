@@ -37,3 +37,19 @@ def test_a_portal_admin_browses_nodes_and_devices(
     page.goto(f"{live_server.url}/devices/{device.pk}/")
     assert page.get_by_text("gpu-test1/pod1-gpu-nscrq").is_visible()
     page.screenshot(path=artifacts_dir / "mirror-device-detail.png", full_page=True)
+
+
+def test_a_member_sees_the_cluster_on_the_dashboard(
+    browser_page, sign_in, live_server, alice, artifacts_dir
+):
+    load_fixture_cluster()
+    page = browser_page
+    sign_in(page, "alice")
+    page.wait_for_url(f"{live_server.url}/")
+    assert page.get_by_text("No cluster connected yet").count() == 0
+    assert page.get_by_text("NVIDIA H100 80GB HBM3").first.is_visible()
+    page.screenshot(path=artifacts_dir / "dashboard-cluster.png", full_page=True)
+
+    page.goto(f"{live_server.url}/device-classes/mig.nvidia.com/")
+    assert page.locator("[data-testid=matching-devices]").inner_text() == "200"
+    page.screenshot(path=artifacts_dir / "mirror-device-class.png", full_page=True)
