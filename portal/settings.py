@@ -220,6 +220,7 @@ WATCH_RUN_SECONDS = env_int("WATCH_RUN_SECONDS", 240)  # one bounded watcher tas
 WATCH_REQUEST_SECONDS = env_int("WATCH_REQUEST_SECONDS", 60)  # timeoutSeconds of one watch
 MIRROR_RESYNC_SECONDS = env_int("MIRROR_RESYNC_SECONDS", 15 * 60)  # full relist + reconcile
 WATCHER_LOCK_TTL = env_int("WATCHER_LOCK_TTL", 30)
+WATCHER_LOCK_PREFIX = env_str("WATCHER_LOCK_PREFIX", "dra-portal:watcher:")  # one per portal
 
 # API tokens.
 API_TOKEN_MAX_DAYS = env_int("API_TOKEN_MAX_DAYS", 365)

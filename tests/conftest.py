@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import uuid
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,12 @@ def _celery_runs_in_process():
     app.conf["CELERY_TASK_ALWAYS_EAGER"] = True
     yield
     app.conf["CELERY_TASK_ALWAYS_EAGER"] = eager
+
+
+@pytest.fixture(autouse=True)
+def _private_watcher_locks(settings):
+    """Watcher locks live in Redis, shared by parallel test workers: each test gets its own."""
+    settings.WATCHER_LOCK_PREFIX = f"test-{uuid.uuid4()}:"
 
 
 @pytest.fixture

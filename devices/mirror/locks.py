@@ -43,7 +43,7 @@ class RedisWatcherLock:
     def __init__(self, name: str, url: str, ttl_seconds: float = 30.0) -> None:
         import redis
 
-        self.key = f"dra-portal:watcher:{name}"
+        self.key = f"{settings.WATCHER_LOCK_PREFIX}{name}"
         self.ttl_ms = int(ttl_seconds * 1000)
         self.holder = f"{uuid.uuid4()}"
         self._redis = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
@@ -73,7 +73,7 @@ class LocalWatcherLock:
     _guard = threading.Lock()
 
     def __init__(self, name: str) -> None:
-        self.name = name
+        self.name = f"{settings.WATCHER_LOCK_PREFIX}{name}"
         self.holder = f"{uuid.uuid4()}"
 
     def acquire(self) -> bool:

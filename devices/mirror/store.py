@@ -8,11 +8,13 @@ slice + device name), so device URLs stay stable while the driver republishes.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import models, transaction
+from django.db import connection, models, transaction
+from django.utils import timezone
 
 from claims.models import AllocatedDevice, ClaimConsumer, ResourceClaim, ResourceClaimTemplate
 from devices.cluster import Kind
@@ -68,6 +70,16 @@ DEVICE_FIELDS = [
     "memory_bytes",
     "raw",
 ]
+ALLOCATED_DEVICE_FIELDS = [
+    "request",
+    "driver",
+    "pool",
+    "device",
+    "admin_access",
+    "share_id",
+    "consumed_capacity",
+]
+CONSUMER_FIELDS = ["api_group", "resource", "name", "uid"]
 
 
 @dataclass
@@ -132,79 +144,249 @@ def upsert(kind: Kind, mapped: list[Mapped]) -> Applied:
     if not keyed:
         return applied
     if kind in (Kind.RESOURCE_CLAIMS, Kind.RESOURCE_CLAIM_TEMPLATES):
-        # A name reused by a new object (delete + create missed during a relist) frees the name.
-        stale = models.Q()
-        for m in keyed.values():
-            stale |= models.Q(namespace=m.fields["namespace"], name=m.fields["name"])
-        model.objects.filter(stale).exclude(uid__in=list(keyed)).delete()
-    rows = [model(**m.fields, problems=m.problems) for m in keyed.values()]
-    update_fields = _model_fields(model)
-    model.objects.bulk_create(
-        rows,
-        batch_size=BATCH,
-        update_conflicts=True,
-        unique_fields=["uid"],
-        update_fields=update_fields,
+        _free_reused_names(model, keyed)
+    # A slice's raw object embeds its devices, whose rows repeat parts of it.
+    writer = _Writer(embedded=("spec", "devices", "*", "*") if kind == Kind.RESOURCE_SLICES else ())
+    fields = _model_fields(model)
+    existing = dict(model.objects.filter(uid__in=list(keyed)).values_list("uid", "pk"))
+    rows = {uid: {**m.fields, "problems": m.problems} for uid, m in keyed.items()}
+    writer.insert(
+        model, ["uid", *fields, "mirrored_at"], [r for u, r in rows.items() if u not in existing]
     )
-    pks = dict(model.objects.filter(uid__in=list(keyed)).values_list("uid", "pk"))
-    if kind == Kind.RESOURCE_SLICES:
-        _replace_slice_children(keyed, pks)
-    elif kind == Kind.RESOURCE_CLAIMS:
-        _replace_claim_children(keyed, pks)
-    applied.written = len(rows)
+    writer.upsert(
+        model,
+        ["uid", *fields, "mirrored_at"],
+        [r for u, r in rows.items() if u in existing],
+        unique=["uid"],
+        update=fields,
+    )
+    if kind in (Kind.RESOURCE_SLICES, Kind.RESOURCE_CLAIMS):
+        pks = dict(existing)
+        if len(pks) < len(keyed):
+            fresh = [uid for uid in keyed if uid not in existing]
+            pks.update(model.objects.filter(uid__in=fresh).values_list("uid", "pk"))
+        stored = {uid: keyed[uid] for uid in existing}
+        if kind == Kind.RESOURCE_SLICES:
+            _replace_slice_children(writer, keyed, stored, pks)
+        else:
+            _replace_claim_children(writer, keyed, stored, pks)
+    applied.written = len(keyed)
     return applied
 
 
-def _replace_slice_children(keyed: dict[str, Mapped], pks: dict[str, int]) -> None:
-    devices = [
-        Device(resource_slice_id=pks[uid], name=row["name"], **{f: row[f] for f in DEVICE_FIELDS})
+def _free_reused_names(model: type[models.Model], keyed: dict[str, Mapped]) -> None:
+    """Deletes rows holding the namespace/name of one of ``keyed`` under another uid: a name
+    reused by a new object (delete + create missed during a relist) frees the name."""
+    wanted = {(m.fields["namespace"], m.fields["name"]) for m in keyed.values()}
+    stale = [
+        pk
+        for pk, uid, namespace, name in model.objects.filter(
+            name__in={name for _, name in wanted}
+        ).values_list("pk", "uid", "namespace", "name")
+        if (namespace, name) in wanted and uid not in keyed
+    ]
+    if stale:
+        model.objects.filter(pk__in=stale).delete()
+
+
+def _replace_slice_children(
+    writer: _Writer, keyed: dict[str, Mapped], stored: dict[str, Mapped], pks: dict[str, int]
+) -> None:
+    """Devices keep their rows (and primary keys) across updates of their slice: upserted on
+    slice + name, those the slice no longer lists deleted. Counter sets are replaced."""
+    devices = {
+        (pks[uid], row["name"]): {"resource_slice_id": pks[uid], **row}
         for uid, m in keyed.items()
         for row in m.children.get("devices", [])
-    ]
-    keep = models.Q()
-    for uid, m in keyed.items():
-        keep |= models.Q(resource_slice_id=pks[uid]) & ~models.Q(
-            name__in=[row["name"] for row in m.children.get("devices", [])]
-        )
-    Device.objects.filter(keep).delete()
-    Device.objects.bulk_create(
-        devices,
-        batch_size=BATCH,
-        update_conflicts=True,
-        unique_fields=["resource_slice", "name"],
-        update_fields=DEVICE_FIELDS,
+    }
+    stored_ids = [pks[uid] for uid in stored]
+    current: set[tuple[int, str]] = set()
+    if stored_ids:
+        gone = []
+        for pk, slice_id, name in Device.objects.filter(
+            resource_slice_id__in=stored_ids
+        ).values_list("pk", "resource_slice_id", "name"):
+            current.add((slice_id, name))
+            if (slice_id, name) not in devices:
+                gone.append(pk)
+        if gone:
+            Device.objects.filter(pk__in=gone).delete()
+        SharedCounterSet.objects.filter(resource_slice_id__in=stored_ids).delete()
+    names = ["resource_slice_id", "name", *DEVICE_FIELDS]
+    writer.insert(Device, names, [row for key, row in devices.items() if key not in current])
+    writer.upsert(
+        Device,
+        names,
+        [row for key, row in devices.items() if key in current],
+        unique=["resource_slice", "name"],
+        update=DEVICE_FIELDS,
     )
-    SharedCounterSet.objects.filter(resource_slice_id__in=pks.values()).delete()
-    SharedCounterSet.objects.bulk_create(
+    writer.insert(
+        SharedCounterSet,
+        ["resource_slice_id", "driver", "pool_name", "name", "counters"],
         [
-            SharedCounterSet(resource_slice_id=pks[uid], **row)
+            {"resource_slice_id": pks[uid], **row}
             for uid, m in keyed.items()
             for row in m.children.get("counter_sets", [])
         ],
-        batch_size=BATCH,
     )
 
 
-def _replace_claim_children(keyed: dict[str, Mapped], pks: dict[str, int]) -> None:
-    claim_ids = list(pks.values())
-    AllocatedDevice.objects.filter(claim_id__in=claim_ids).delete()
-    ClaimConsumer.objects.filter(claim_id__in=claim_ids).delete()
-    AllocatedDevice.objects.bulk_create(
+def _replace_claim_children(
+    writer: _Writer, keyed: dict[str, Mapped], stored: dict[str, Mapped], pks: dict[str, int]
+) -> None:
+    """Allocated devices and consumers are replaced."""
+    if stored:
+        claim_ids = [pks[uid] for uid in stored]
+        AllocatedDevice.objects.filter(claim_id__in=claim_ids).delete()
+        ClaimConsumer.objects.filter(claim_id__in=claim_ids).delete()
+    writer.insert(
+        AllocatedDevice,
+        ["claim_id", *ALLOCATED_DEVICE_FIELDS],
         [
-            AllocatedDevice(claim_id=pks[uid], **row)
+            {"claim_id": pks[uid], **row}
             for uid, m in keyed.items()
             for row in m.children.get("allocated_devices", [])
         ],
-        batch_size=BATCH,
     )
-    ClaimConsumer.objects.bulk_create(
+    writer.insert(
+        ClaimConsumer,
+        ["claim_id", *CONSUMER_FIELDS],
         [
-            ClaimConsumer(claim_id=pks[uid], **row)
+            {"claim_id": pks[uid], **row}
             for uid, m in keyed.items()
             for row in m.children.get("consumers", [])
         ],
-        batch_size=BATCH,
     )
+
+
+_encode_json = json.JSONEncoder(check_circular=False, separators=(",", ":")).encode
+
+
+class _Writer:
+    """Inserts and upserts rows given as {field name or attname: value}.
+
+    On PostgreSQL rows go through ``COPY`` (upserts through a temporary staging table and
+    ``INSERT … ON CONFLICT``): Django's bulk insert sends JSON columns as text arrays whose
+    escaping, in Python, costs more than everything else of a cold start. JSON values are
+    encoded once: a slice's ``raw`` embeds its devices, whose ``raw``/``attributes`` columns
+    then reuse the text already encoded (``embedded``: the path to them, see ``_encode``).
+    Elsewhere (SQLite) rows go through ``bulk_create``, as before.
+    """
+
+    def __init__(self, *, embedded: tuple[str, ...] = ()) -> None:
+        self.postgres = connection.vendor == "postgresql"
+        self.path = embedded
+        # id(dict or list) → (the value, kept alive so that its id is not reused; its JSON)
+        self.encoded: dict[int, tuple[Any, str]] = {}
+
+    def insert(self, model: type[models.Model], names: list[str], rows: list[dict]) -> None:
+        if not rows:
+            return
+        if not self.postgres:
+            model.objects.bulk_create([model(**row) for row in rows], batch_size=BATCH)
+            return
+        self._copy(model, model._meta.db_table, names, rows)
+
+    def upsert(
+        self,
+        model: type[models.Model],
+        names: list[str],
+        rows: list[dict],
+        *,
+        unique: list[str],
+        update: list[str],
+    ) -> None:
+        if not rows:
+            return
+        if not self.postgres:
+            model.objects.bulk_create(
+                [model(**row) for row in rows],
+                batch_size=BATCH,
+                update_conflicts=True,
+                unique_fields=unique,
+                update_fields=update,
+            )
+            return
+        quote = connection.ops.quote_name
+        meta = model._meta
+        columns = ", ".join(quote(meta.get_field(name).column) for name in names)
+        stage = quote(f"mirror_stage_{meta.db_table}")
+        conflict = ", ".join(quote(meta.get_field(name).column) for name in unique)
+        assignments = ", ".join(
+            f"{quote(meta.get_field(n).column)} = EXCLUDED.{quote(meta.get_field(n).column)}"
+            for n in update
+        )
+        table = quote(meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"CREATE TEMPORARY TABLE IF NOT EXISTS {stage} ON COMMIT DELETE ROWS AS "  # noqa: S608
+                f"SELECT {columns} FROM {table} WITH NO DATA"
+            )
+            self._copy(model, f"mirror_stage_{meta.db_table}", names, rows)
+            cursor.execute(
+                f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {stage} "  # noqa: S608
+                f"ON CONFLICT ({conflict}) DO UPDATE SET {assignments}"
+            )
+            cursor.execute(f"DELETE FROM {stage}")  # noqa: S608
+
+    def _copy(
+        self, model: type[models.Model], table: str, names: list[str], rows: list[dict]
+    ) -> None:
+        """``COPY`` rows into ``table``; a missing value takes the field's default, ``auto_now``
+        fields the current time, as Django's inserts do."""
+        fields = [model._meta.get_field(name) for name in names]
+        columns = list(zip(names, [f.get_default() for f in fields], strict=True))
+        stamped = [
+            i
+            for i, f in enumerate(fields)
+            if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)
+        ]
+        json_columns = [
+            i for i, f in enumerate(fields) if isinstance(f, models.JSONField) and i not in stamped
+        ]
+        now = timezone.now()
+        encode = self._encode
+        quote = connection.ops.quote_name
+        sql = f"COPY {quote(table)} ({', '.join(quote(f.column) for f in fields)}) FROM STDIN"
+        with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+            for row in rows:
+                values = [row.get(name, default) for name, default in columns]
+                for i in json_columns:
+                    if values[i] is not None:
+                        values[i] = encode(values[i])
+                for i in stamped:
+                    values[i] = now
+                copy.write_row(values)
+
+    def _encode(self, value: Any, path: tuple[str, ...] | None = None) -> str:
+        """JSON text of a value, reusing the text of dicts and lists encoded before.
+
+        ``path`` names the keys (``*``: every key or item) under which embedded objects are
+        looked for; the containers met on the way and the values at its end are remembered.
+        """
+        hit = self.encoded.get(id(value))
+        if hit is not None:
+            return hit[1]
+        path = self.path if path is None else path
+        if path and isinstance(value, dict) and all(isinstance(k, str) for k in value):
+            step, rest = path[0], path[1:]
+            text = (
+                "{"
+                + ",".join(
+                    f"{_encode_json(k)}:"
+                    + (self._encode(v, rest) if step in ("*", k) else _encode_json(v))
+                    for k, v in value.items()
+                )
+                + "}"
+            )
+        elif path and isinstance(value, list) and path[0] == "*":
+            text = "[" + ",".join(self._encode(v, path[1:]) for v in value) + "]"
+        else:
+            text = _encode_json(value)
+        if self.path and isinstance(value, dict | list):
+            self.encoded[id(value)] = (value, text)
+        return text
 
 
 def apply_events(kind: Kind, events: list[dict[str, Any]]) -> Applied:

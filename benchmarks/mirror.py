@@ -1,0 +1,773 @@
+"""Cluster-mirror benchmark: 5,000 DGX H100 nodes (40,000 GPUs) and 36,000 allocated claims.
+
+Run: ``.venv/bin/python benchmarks/mirror.py`` (``--quick`` for a 500-node smoke run). Needs
+PostgreSQL: ``DATABASE_URL`` defaults to ``postgres://postgres@127.0.0.1:5432/dra_portal_bench``;
+the database is created when missing, migrated, and its mirror tables are emptied first.
+
+The API emulator serves the scenario on loopback from this process. The watcher (cold mirror,
+resync, then list+watch of slices and claims) runs in a child process, as in production, so its
+peak RSS is its own and the emulator does not share its GIL. The watch lag is exact: a
+``Reflector`` subclass records, right after each batch commits, ``now - sent`` for every event of
+the batch, where ``sent`` is the ``bench/sent-at`` annotation the writer put in the object the
+moment it wrote it to the emulator's store. Page timings run last, in this process, through
+Django's test ``Client`` (time around ``client.get``: the whole server side, no network).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import cProfile
+import json
+import logging
+import os
+import platform
+import resource
+import subprocess
+import sys
+import threading
+import time
+import uuid
+import warnings
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/dra_portal_bench")
+
+FIXTURES = ROOT / "devices" / "fixtures"
+SENT_AT = "bench/sent-at"
+NAMESPACES = [f"team-{letter}" for letter in "abcdef"]
+GPUS_PER_NODE = 8
+MIRROR_TABLES_PREFIXES = ("devices_", "claims_")
+
+# -- output ---------------------------------------------------------------------------------------
+
+ROWS: list[tuple[str, str, str, str]] = []
+
+
+def report(label: str, value: str, target: str = "–", met: bool | None = None) -> None:
+    verdict = "" if met is None else ("met" if met else "MISSED")
+    ROWS.append((label, value, target, verdict))
+    print(f"  {label:<68} {value:>16}   target {target:<12} {verdict}", flush=True)
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(fraction * len(ordered) + 0.5) - 1))
+    return ordered[index]
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        load = "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        load = ""
+    return (
+        f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"{platform.system()} {platform.release()}, {load}"
+    )
+
+
+# -- the database ---------------------------------------------------------------------------------
+
+
+def ensure_database() -> None:
+    """Creates the benchmark database when missing; exits with a clear message when PostgreSQL
+    is not reachable."""
+    import psycopg
+
+    url = os.environ["DATABASE_URL"]
+    if not url.startswith(("postgres://", "postgresql://")):
+        sys.exit(f"DATABASE_URL must point at PostgreSQL for this benchmark (got {url!r}).")
+    try:
+        psycopg.connect(url, connect_timeout=5).close()
+        return
+    except psycopg.OperationalError as error:
+        if "does not exist" not in str(error):
+            sys.exit(
+                f"PostgreSQL is not reachable at {url}: {str(error).strip()}\n"
+                "Start it (e.g. `docker compose up -d db`) or set DATABASE_URL."
+            )
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    admin = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin, connect_timeout=5, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    print(f"created database {name}")
+
+
+def setup_django(migrate: bool) -> None:
+    import django
+
+    django.setup()
+    if migrate:
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0, interactive=False)
+
+
+def mirror_tables() -> list[str]:
+    from django.apps import apps
+
+    return [
+        model._meta.db_table
+        for model in apps.get_models()
+        if model._meta.db_table.startswith(MIRROR_TABLES_PREFIXES)
+    ]
+
+
+def flush_mirror_tables() -> None:
+    from django.db import connection
+
+    from claims.models import AllocatedDevice, ClaimConsumer
+    from devices.mirror.store import MODELS
+    from devices.models import Device, MirrorStatus, SharedCounterSet
+
+    tables = [
+        m._meta.db_table
+        for m in [
+            *MODELS.values(),
+            Device,
+            SharedCounterSet,
+            AllocatedDevice,
+            ClaimConsumer,
+            MirrorStatus,
+        ]
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+
+
+def tuple_counts() -> dict[str, tuple[int, int, int]]:
+    """n_tup_ins / n_tup_upd / n_tup_del per table, as PostgreSQL's statistics have them.
+
+    Backends report their counters when they go idle or exit, so the caller closes its
+    connection first; this polls until two reads agree.
+    """
+    from django.db import connection
+
+    previous: dict[str, tuple[int, int, int]] | None = None
+    for _ in range(20):
+        time.sleep(0.5)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
+            cursor.execute(
+                "SELECT relname, n_tup_ins, n_tup_upd, n_tup_del FROM pg_stat_user_tables"
+            )
+            counts = {name: (ins, upd, dele) for name, ins, upd, dele in cursor.fetchall()}
+        connection.close()
+        if counts == previous:
+            return counts
+        previous = counts
+    return previous or {}
+
+
+# -- the scenario ---------------------------------------------------------------------------------
+
+
+def _items(name: str) -> list[dict[str, Any]]:
+    return json.loads((FIXTURES / name).read_text())["items"]
+
+
+def build_scenario(nodes: int, claims: int) -> dict[str, list[dict[str, Any]]]:
+    """Nodes, one gpu.nvidia.com slice per node (8 H100s), claims allocated to distinct GPUs."""
+    template = next(
+        item
+        for item in _items("nvidia-dgx-h100.json")
+        if item["kind"] == "ResourceSlice" and item["spec"]["driver"] == "gpu.nvidia.com"
+    )
+    node_template = next(
+        item for item in _items("nodes.json") if item["metadata"]["name"] == "dgx-h100-01"
+    )
+    claim_template = next(
+        item
+        for item in _items("claims.json")
+        if item["kind"] == "ResourceClaim" and (item.get("status") or {}).get("allocation")
+    )
+    device_classes = _items("deviceclasses.json")
+    assert len(template["spec"]["devices"]) == GPUS_PER_NODE
+    node_objects, slice_objects, claim_objects = [], [], []
+    for index in range(nodes):
+        name = f"node-{index:05d}"
+        node_uid = str(uuid.UUID(int=index + 1))
+        node = copy.deepcopy(node_template)
+        node["metadata"].update(name=name, uid=node_uid)
+        node["metadata"].pop("resourceVersion", None)
+        node["metadata"]["labels"].update(
+            {"kubernetes.io/hostname": name, "nvidia.com/gpu.clique": f"cluster-a.{index // 18}"}
+        )
+        node_objects.append(node)
+        gpus = copy.deepcopy(template)
+        gpus["metadata"] = {
+            "name": f"{name}-gpu.nvidia.com-{index:05x}",
+            "generateName": f"{name}-gpu.nvidia.com-",
+            "uid": str(uuid.UUID(int=(1 << 64) + index)),
+            "creationTimestamp": template["metadata"]["creationTimestamp"],
+            "generation": 1,
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "controller": True,
+                    "kind": "Node",
+                    "name": name,
+                    "uid": node_uid,
+                }
+            ],
+        }
+        gpus["spec"]["nodeName"] = name
+        gpus["spec"]["pool"] = {"name": name, "generation": 1, "resourceSliceCount": 1}
+        for number, device in enumerate(gpus["spec"]["devices"]):
+            attributes = device["attributes"]
+            attributes["uuid"] = {"string": f"GPU-{index:08x}-0000-4000-8000-{number:012x}"}
+        slice_objects.append(gpus)
+    for index in range(claims):
+        node_index, gpu = divmod(index, GPUS_PER_NODE)
+        node_name = f"node-{node_index:05d}"
+        pod = f"job-{index:05d}"
+        pod_uid = str(uuid.UUID(int=(2 << 64) + index))
+        claim = copy.deepcopy(claim_template)
+        claim["metadata"] = {
+            "name": f"{pod}-gpu-{index:05x}",
+            "generateName": f"{pod}-gpu-",
+            "namespace": NAMESPACES[index % len(NAMESPACES)],
+            "uid": str(uuid.UUID(int=(3 << 64) + index)),
+            "creationTimestamp": claim_template["metadata"]["creationTimestamp"],
+            "annotations": {"resource.kubernetes.io/pod-claim-name": "gpu"},
+            "finalizers": ["resource.kubernetes.io/delete-protection"],
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "blockOwnerDeletion": True,
+                    "controller": True,
+                    "kind": "Pod",
+                    "name": pod,
+                    "uid": pod_uid,
+                }
+            ],
+        }
+        allocation = claim["status"]["allocation"]
+        allocation["devices"]["results"] = [
+            {
+                "device": f"gpu-{gpu}",
+                "driver": "gpu.nvidia.com",
+                "pool": node_name,
+                "request": "gpu",
+            }
+        ]
+        allocation["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] = [node_name]
+        claim["status"]["reservedFor"] = [{"name": pod, "resource": "pods", "uid": pod_uid}]
+        claim_objects.append(claim)
+    return {
+        "deviceclasses": device_classes,
+        "nodes": node_objects,
+        "resourceslices": slice_objects,
+        "resourceclaims": claim_objects,
+    }
+
+
+# -- the watcher (child process) ------------------------------------------------------------------
+
+
+def emit(tag: str, payload: Any) -> None:
+    print(f"BENCH {tag} {json.dumps(payload)}", flush=True)
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def watcher_main(url: str, watch_seconds: float, profile: str | None) -> None:
+    """Cold mirror, resync, then list+watch until the parent says STOP (stdin)."""
+    # As in production, the watcher only enqueues the tasks that derive data from its rows
+    # (device-class memberships); a Celery worker runs them. Timed separately below.
+    os.environ["CELERY_TASK_ALWAYS_EAGER"] = "false"
+    setup_django(migrate=False)
+    from django.conf import settings
+
+    settings.DEBUG = False  # as in production: no log of every SQL statement in memory
+    logging.getLogger("devices.mirror").setLevel(logging.WARNING)
+    from django.db import connection
+
+    from devices.cluster import Cluster, ClusterConfig, Kind
+    from devices.mirror.mapping import MIRRORED_KINDS
+    from devices.mirror.reflector import Reflector
+
+    class TimedReflector(Reflector):
+        """Records, after each committed batch, how long ago each event was sent."""
+
+        lags: list[float]
+
+        def _commit(self, batch: list[dict[str, Any]], first_received: float | None) -> None:
+            super()._commit(batch, first_received)
+            now = time.time()
+            for event in batch:
+                metadata = (event.get("object") or {}).get("metadata") or {}
+                sent = (metadata.get("annotations") or {}).get(SENT_AT)
+                if sent:
+                    self.lags.append(now - float(sent))
+
+    cluster = Cluster(ClusterConfig(server=url, read_timeout=120))
+    tables = set(mirror_tables()) - {"devices_mirrorstatus"}
+
+    results: dict[str, Any] = {"cold": {}, "resync": {}}
+    for phase in ("cold", "resync"):
+        connection.close()
+        before = tuple_counts()
+        profiler = cProfile.Profile() if profile else None
+        if profiler:
+            profiler.enable()
+        total_started = time.perf_counter()
+        for kind in MIRRORED_KINDS:
+            started = time.perf_counter()
+            applied = Reflector(kind, cluster, watcher="bench").relist()
+            results[phase][kind.value] = {
+                "seconds": time.perf_counter() - started,
+                "written": applied.written,
+                "deleted": applied.deleted,
+                "malformed": applied.malformed,
+            }
+        results[phase]["total_seconds"] = time.perf_counter() - total_started
+        if profiler:
+            profiler.disable()
+            profiler.dump_stats(f"{profile}.{phase}")
+        connection.close()
+        after = tuple_counts()
+        delta = {
+            name: [a - b for a, b in zip(after[name], before.get(name, (0, 0, 0)), strict=True)]
+            for name in after
+        }
+        results[phase]["tuples"] = {n: d for n, d in delta.items() if n in tables and any(d)}
+        results[phase]["status_tuples"] = delta.get("devices_mirrorstatus", [0, 0, 0])
+    results["peak_rss_mib_after_lists"] = peak_rss_mib()
+    try:
+        from devices.mirror.classes import refresh_class_matches
+    except ImportError:
+        pass
+    else:
+        started = time.perf_counter()
+        refresh_class_matches(None)
+        results["class_refresh_seconds"] = time.perf_counter() - started
+    emit("lists", results)
+
+    # -- list+watch of slices and claims while the parent writes ---------------------------
+    stop = threading.Event()
+    reflectors = [
+        TimedReflector(kind, cluster, watcher="bench", watch_seconds=30)
+        for kind in (Kind.RESOURCE_SLICES, Kind.RESOURCE_CLAIMS)
+    ]
+    for reflector in reflectors:
+        reflector.lags = []
+
+    def run(reflector: Reflector) -> None:
+        try:
+            reflector.run(seconds=watch_seconds + 600, stop=stop)
+        finally:
+            connection.close()
+
+    threads = [
+        threading.Thread(target=run, args=(r,), name=f"bench-{r.kind}", daemon=True)
+        for r in reflectors
+    ]
+    for thread in threads:
+        thread.start()
+    time.sleep(1.0)  # both watches open
+    emit("ready", {})
+    line = sys.stdin.readline().split()
+    expected = int(line[1]) if len(line) > 1 and line[0] == "STOP" else 0
+    deadline = time.monotonic() + 60
+    while sum(len(r.lags) for r in reflectors) < expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stop.set()
+    for thread in threads:
+        thread.join(40)
+    lags = [lag for r in reflectors for lag in r.lags]
+    emit(
+        "watch",
+        {
+            "events_committed": len(lags),
+            "per_kind": {r.kind.value: len(r.lags) for r in reflectors},
+            "p50": percentile(lags, 0.50),
+            "p99": percentile(lags, 0.99),
+            "max": max(lags, default=float("nan")),
+            "peak_rss_mib": peak_rss_mib(),
+        },
+    )
+    cluster.close()
+
+
+# -- the writer (parent) --------------------------------------------------------------------------
+
+
+def write_events(
+    emulator: Any,
+    claims: list[tuple[str, str]],
+    slices: list[str],
+    rate: float,
+    seconds: float,
+    slice_every: int,
+) -> tuple[int, float]:
+    """Merge-patches the ``bench/sent-at`` annotation at ``rate`` events per second, through the
+    emulator's store (every write is one watch event). One event in ``slice_every`` goes to a
+    slice, the others to claims. Returns the events sent and the achieved rate."""
+    from apiemulator.resources import by_kind
+
+    store = emulator.store
+    claim_resource, slice_resource = by_kind["ResourceClaim"], by_kind["ResourceSlice"]
+    total = int(rate * seconds)
+    started = time.perf_counter()
+    sent = 0
+    while sent < total:
+        due = started + sent / rate
+        wait = due - time.perf_counter()
+        if wait > 0.001:
+            time.sleep(wait)
+        patch = {"metadata": {"annotations": {SENT_AT: f"{time.time():.6f}"}}}
+        if slice_every and sent % slice_every == slice_every - 1:
+            store.patch(slice_resource, None, slices[sent % len(slices)], "merge", patch)
+        else:
+            namespace, name = claims[sent % len(claims)]
+            store.patch(claim_resource, namespace, name, "merge", patch)
+        sent += 1
+    elapsed = time.perf_counter() - started
+    return sent, sent / elapsed
+
+
+# -- page timings (parent, after the watcher) -----------------------------------------------------
+
+
+def time_requests(client: Any, urls: list[str]) -> tuple[list[float], list[int]]:
+    timings, statuses = [], []
+    for url in urls:
+        started = time.perf_counter()
+        response = client.get(url)
+        timings.append((time.perf_counter() - started) * 1000)
+        statuses.append(response.status_code)
+    return timings, statuses
+
+
+def query_count(client: Any, url: str) -> tuple[int, int]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    return len(captured), response.status_code
+
+
+def page_timings(rounds: int) -> bool:
+    """Device list page and API timings; False when those URLs are not there yet."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+    from django.urls import NoReverseMatch, reverse
+
+    from devices.models import Device
+
+    try:
+        list_url = reverse("device-list")
+        api_url = reverse("api:device-list")
+    except NoReverseMatch as error:
+        print(f"  (skipped: the device list page or API is not routed yet: {error})")
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    user, _ = get_user_model().objects.update_or_create(
+        username="bench-staff", defaults={"is_staff": True, "is_superuser": True}
+    )
+    client = Client()
+    client.force_login(user)
+    devices = Device.objects.count()
+    probe = client.get(list_url)
+    if probe.status_code != 200:
+        print(f"  (skipped: GET {list_url} answered {probe.status_code})")
+        return False
+    pages = max(1, devices // 50)
+    page_cases = [
+        ("device list page, 50 rows, no filter", "", pages),
+        (
+            "device list page, 50 rows, driver=gpu.nvidia.com&state=free",
+            "driver=gpu.nvidia.com&state=free",
+            0,
+        ),
+        (
+            "device list page, 50 rows, state=allocated&model=NVIDIA H100 80GB HBM3",
+            "state=allocated&model=NVIDIA+H100+80GB+HBM3",
+            0,
+        ),
+    ]
+    for label, query, page_count in page_cases:
+        if not page_count:
+            probe = client.get(f"{list_url}?{query}")
+            count = probe.context["table"].paginator.count if probe.context else 0
+            page_count = max(1, -(-count // 50))
+        urls = [
+            f"{list_url}?{query}{'&' if query else ''}page={1 + (i * 7919) % page_count}"
+            for i in range(rounds)
+        ]
+        time_requests(client, urls[:5])  # warm up
+        timings, statuses = time_requests(client, urls)
+        bad = [s for s in statuses if s != 200]
+        p95 = percentile(timings, 0.95)
+        report(
+            f"{label}: p50 / p95",
+            f"{percentile(timings, 0.5):.0f} / {p95:.0f} ms",
+            "p95 ≤ 100 ms",
+            p95 <= 100 and not bad,
+        )
+        if bad:
+            print(f"    non-200 answers: {sorted(set(bad))}")
+    counts = {
+        per_page: query_count(client, f"{list_url}?driver=gpu.nvidia.com&per_page={per_page}")
+        for per_page in (10, 50, 100)
+    }
+    report(
+        "device list page: SQL queries for 10 / 50 / 100 rows",
+        " / ".join(str(c) for c, _ in counts.values()),
+        "constant",
+        len({c for c, _ in counts.values()}) == 1,
+    )
+
+    urls = [
+        f"{api_url}?limit=100&offset={(i * 7919 * 100) % max(1, devices - 100)}"
+        for i in range(rounds)
+    ]
+    time_requests(client, urls[:5])
+    timings, statuses = time_requests(client, urls)
+    p95 = percentile(timings, 0.95)
+    report(
+        "API /api/v1/devices/?limit=100&offset=…: p50 / p95",
+        f"{percentile(timings, 0.5):.0f} / {p95:.0f} ms",
+        "p95 ≤ 50 ms",
+        p95 <= 50 and all(s == 200 for s in statuses),
+    )
+    urls = [
+        f"{api_url}?limit=100&state=free&driver=gpu.nvidia.com&offset={(i * 100) % 3900}"
+        for i in range(rounds)
+    ]
+    time_requests(client, urls[:5])
+    timings, statuses = time_requests(client, urls)
+    p95 = percentile(timings, 0.95)
+    report(
+        "API ?limit=100&state=free&driver=gpu.nvidia.com: p50 / p95",
+        f"{percentile(timings, 0.5):.0f} / {p95:.0f} ms",
+        "p95 ≤ 50 ms",
+        p95 <= 50 and all(s == 200 for s in statuses),
+    )
+    counts = {limit: query_count(client, f"{api_url}?limit={limit}") for limit in (10, 100)}
+    report(
+        "API: SQL queries for limit=10 / limit=100",
+        " / ".join(str(c) for c, _ in counts.values()),
+        "constant",
+        len({c for c, _ in counts.values()}) == 1,
+    )
+    return True
+
+
+# -- main -----------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="500 nodes, 3,600 claims, 10 s")
+    parser.add_argument("--nodes", type=int, default=None)
+    parser.add_argument("--claims", type=int, default=None)
+    parser.add_argument("--watch-seconds", type=float, default=None)
+    parser.add_argument("--rate", type=float, default=1000.0, help="watch events per second")
+    parser.add_argument(
+        "--slice-every", type=int, default=10, help="one event in N patches a slice (0: none)"
+    )
+    parser.add_argument("--page-rounds", type=int, default=50)
+    parser.add_argument("--skip-pages", action="store_true")
+    parser.add_argument(
+        "--profile", metavar="FILE", help="cProfile the watcher's lists into FILE.cold/.resync"
+    )
+    parser.add_argument("--watcher-only", metavar="URL", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    nodes = args.nodes or (500 if args.quick else 5_000)
+    claims = args.claims if args.claims is not None else nodes * GPUS_PER_NODE * 9 // 10
+    watch_seconds = args.watch_seconds or (10.0 if args.quick else 60.0)
+
+    if args.watcher_only:
+        watcher_main(args.watcher_only, watch_seconds, args.profile)
+        return
+
+    ensure_database()
+    setup_django(migrate=True)
+    from django.db import connection
+
+    from apiemulator import Emulator
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        pg_version = cursor.fetchone()[0]
+    print(f"Machine: {machine()}, PostgreSQL {pg_version}")
+    flush_mirror_tables()
+    connection.close()
+
+    started = time.perf_counter()
+    scenario = build_scenario(nodes, claims)
+    claim_keys = [
+        (c["metadata"]["namespace"], c["metadata"]["name"]) for c in scenario["resourceclaims"]
+    ]
+    slice_names = [s["metadata"]["name"] for s in scenario["resourceslices"]]
+    print(
+        f"Scenario: {nodes:,} nodes, {len(slice_names):,} slices, "
+        f"{len(slice_names) * GPUS_PER_NODE:,} devices, {claims:,} allocated claims in "
+        f"{len(NAMESPACES)} namespaces (built in {time.perf_counter() - started:.1f} s)"
+    )
+    emulator = Emulator(port=0, bookmark_interval=1.0)
+    started = time.perf_counter()
+    emulator.load([obj for objects in scenario.values() for obj in objects], copy_objects=False)
+    del scenario
+    emulator.start()
+    print(f"Emulator loaded in {time.perf_counter() - started:.1f} s at {emulator.url}\n")
+
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--watcher-only",
+            emulator.url,
+            "--watch-seconds",
+            str(watch_seconds),
+            *(["--profile", args.profile] if args.profile else []),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdin is not None and child.stdout is not None
+
+    def receive(tag: str) -> Any:
+        for line in child.stdout:
+            if line.startswith(f"BENCH {tag} "):
+                return json.loads(line[len(f"BENCH {tag} ") :])
+            print(f"  [watcher] {line.rstrip()}")
+        sys.exit(f"the watcher process ended early (exit {child.wait()})")
+
+    try:
+        lists = receive("lists")
+        print("Watcher process (cold mirror, resync):")
+        cold, resync = lists["cold"], lists["resync"]
+        for kind, figures in cold.items():
+            if isinstance(figures, dict) and "seconds" in figures:
+                print(
+                    f"    cold {kind:<24} {figures['seconds']:6.2f} s, "
+                    f"{figures['written']:>6} objects written"
+                )
+        report(
+            "cold full mirror (all mirrored kinds)",
+            f"{cold['total_seconds']:.2f} s",
+            "≤ 5 s (3 s)",
+            cold["total_seconds"] <= 5,
+        )
+        if "class_refresh_seconds" in lists:
+            report(
+                "device-class memberships, full refresh (a Celery task, not the watcher)",
+                f"{lists['class_refresh_seconds']:.2f} s",
+            )
+        tuples = cold["tuples"]
+        print(
+            "    rows inserted: "
+            + ", ".join(f"{name} {counts[0]:,}" for name, counts in sorted(tuples.items()))
+        )
+        written = sum(
+            f["written"] + f["deleted"]
+            for f in resync.values()
+            if isinstance(f, dict) and "written" in f
+        )
+        report(
+            "resync with no changes",
+            f"{resync['total_seconds']:.2f} s",
+            "≤ 3 s",
+            resync["total_seconds"] <= 3,
+        )
+        row_writes = sum(sum(counts) for counts in resync["tuples"].values())
+        report(
+            "resync: objects written (Applied) / row writes (pg_stat_user_tables)",
+            f"{written} / {row_writes}",
+            "0 / 0",
+            written == 0 and row_writes == 0,
+        )
+        print(
+            "    (MirrorStatus bookkeeping rows updated during the resync, not counted: "
+            f"{resync['status_tuples'][1]})"
+        )
+
+        receive("ready")
+        print(
+            f"\nWatch: {args.rate:.0f} events/s for {watch_seconds:.0f} s "
+            f"(one in {args.slice_every} on a slice, the rest on claims)"
+        )
+        sent, achieved = write_events(
+            emulator, claim_keys, slice_names, args.rate, watch_seconds, args.slice_every
+        )
+        child.stdin.write(f"STOP {sent}\n")
+        child.stdin.flush()
+        watch = receive("watch")
+        report(
+            "events sent / achieved rate",
+            f"{sent:,} / {achieved:.0f}/s",
+            "1,000/s",
+            achieved >= 0.99 * args.rate,
+        )
+        report(
+            "events committed by the watcher",
+            f"{watch['events_committed']:,}",
+            f"{sent:,}",
+            watch["events_committed"] == sent,
+        )
+        report("watch lag, event sent → row committed: p50", f"{watch['p50'] * 1000:.0f} ms")
+        report(
+            "watch lag, event sent → row committed: p99",
+            f"{watch['p99'] * 1000:.0f} ms",
+            "≤ 1 s",
+            watch["p99"] <= 1,
+        )
+        report("watch lag, event sent → row committed: max", f"{watch['max'] * 1000:.0f} ms")
+        report(
+            "watcher peak RSS (cold mirror + resync)",
+            f"{lists['peak_rss_mib_after_lists']:.0f} MiB",
+            "≤ 1 GiB",
+            lists["peak_rss_mib_after_lists"] <= 1024,
+        )
+        report(
+            "watcher peak RSS (whole run, watch included)",
+            f"{watch['peak_rss_mib']:.0f} MiB",
+            "≤ 1 GiB",
+            watch["peak_rss_mib"] <= 1024,
+        )
+        child.stdin.close()
+        child.wait(60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+        emulator.stop()
+
+    if not args.skip_pages:
+        from django.conf import settings
+
+        settings.DEBUG = False  # as in production (queries are still counted where asked)
+        warnings.filterwarnings("ignore", message="No directory at")  # collectstatic not run
+        print("\nPages (Django test Client, server time, staff user):")
+        page_timings(args.page_rounds)
+    print(f"\nMachine: {machine()}, PostgreSQL {pg_version}")
+
+
+if __name__ == "__main__":
+    main()
