@@ -59,9 +59,14 @@ def _celery_runs_in_process():
 
 
 @pytest.fixture(autouse=True)
-def _private_watcher_locks(settings):
-    """Watcher locks live in Redis, shared by parallel test workers: each test gets its own."""
-    settings.WATCHER_LOCK_PREFIX = f"test-{uuid.uuid4()}:"
+def _private_shared_state(settings):
+    """Watcher locks and the cache may live in Redis, shared by parallel test workers: each
+    test gets its own keys."""
+    private = f"test-{uuid.uuid4()}"
+    settings.WATCHER_LOCK_PREFIX = f"{private}:"
+    settings.CACHES = {
+        name: {**config, "KEY_PREFIX": private} for name, config in settings.CACHES.items()
+    }
 
 
 @pytest.fixture

@@ -54,6 +54,12 @@ def refresh_connection() -> None:
         close_old_connections()
 
 
+def _uid_of(item: Any) -> str:
+    metadata = item.get("metadata") if isinstance(item, dict) else None
+    uid = metadata.get("uid") if isinstance(metadata, dict) else None
+    return uid if isinstance(uid, str) else ""
+
+
 @dataclass
 class Backoff:
     """Exponential backoff with full jitter: 0.5 s doubling up to 30 s."""
@@ -155,16 +161,17 @@ class Reflector:
         while True:
             page = self.cluster.list_page(self.kind, limit=self.page_size, continue_=continue_)
             items = page.get("items") or []
-            mapped = [map_object(self.kind, item) for item in items]
+            uids = [_uid_of(item) for item in items]
+            seen.update(uid for uid in uids if uid)
             with transaction.atomic():
-                stored = stored_versions(self.kind, [m.fields["uid"] for m in mapped])
-                changed = []
-                for item, m in zip(items, mapped, strict=True):
-                    uid = m.fields.get("uid")
-                    if uid:
-                        seen.add(uid)
-                    if not uid or is_newer(resource_version_of(item), stored.get(uid)):
-                        changed.append(m)
+                stored = stored_versions(self.kind, [uid for uid in uids if uid])
+                # Only objects that changed are mapped: an unchanged relist costs the list
+                # and one indexed query per page.
+                changed = [
+                    map_object(self.kind, item)
+                    for item, uid in zip(items, uids, strict=True)
+                    if not uid or is_newer(resource_version_of(item), stored.get(uid))
+                ]
                 applied += upsert(self.kind, changed)
             metadata = page.get("metadata") or {}
             continue_ = metadata.get("continue")

@@ -113,6 +113,8 @@ class Device(models.Model):
             models.UniqueConstraint(fields=["resource_slice", "name"], name="one_device_per_slice")
         ]
         indexes = [
+            # The device list's order: a page is an index range scan, not a sort of all rows.
+            models.Index(fields=["node_name", "driver", "pool_name", "name"]),
             models.Index(fields=["driver", "pool_name", "name"]),
             models.Index(fields=["model_name", "node_name"]),
         ]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -31,6 +32,10 @@ __all__ = [
     "device_list",
     "pretty_json",
 ]
+
+LIST_DEFERRED = ("raw", "attributes", "capacity", "consumes_counters", "taints")
+FILTER_CHOICES_KEY = "devices:filter-choices"
+FILTER_CHOICES_SECONDS = 30
 
 PER_PAGE = 50
 
@@ -128,7 +133,8 @@ def _holders(user: Any, device: Device) -> tuple[list[Holder], list[Holder]]:
 
 @login_required
 def device_list(request: HttpRequest) -> HttpResponse:
-    queryset = with_state(Device.objects.visible_to(request.user))
+    # The table shows scalar columns only; the JSON columns are large.
+    queryset = with_state(Device.objects.visible_to(request.user)).defer(*LIST_DEFERRED)
     filterset = DeviceFilterSet(request.GET, queryset=queryset)
     table = DeviceTable(filterset.qs)
     RequestConfig(request, paginate={"per_page": PER_PAGE}).configure(table)
@@ -143,8 +149,13 @@ def device_list(request: HttpRequest) -> HttpResponse:
     return render_page(request, "devices/device_list.html", "device-table", context)
 
 
-def _filter_choices() -> dict[str, list[str]]:
-    """Values offered by the filter form's selects: one query each."""
+def _filter_choices() -> dict[str, Any]:
+    """Values offered by the filter form's selects; cached briefly, as scanning every device
+    for its distinct drivers, models and nodes on each page view would dominate the page."""
+    return cache.get_or_set(FILTER_CHOICES_KEY, _compute_filter_choices, FILTER_CHOICES_SECONDS)
+
+
+def _compute_filter_choices() -> dict[str, Any]:
     distinct = Device.objects.order_by()
     return {
         "drivers": list(distinct.values_list("driver", flat=True).distinct().order_by("driver")),
