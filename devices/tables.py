@@ -1,6 +1,6 @@
 """Tables of the cluster-mirror pages (STYLE §6), and the row annotations they need.
 
-Every per-row number is annotated in SQL (``with_state``, ``with_device_counts``) or fetched
+Every per-row number is annotated in SQL (``with_device_counts``) or fetched
 once per page (``gpu_models_by_node``), so a page costs the same number of queries whatever
 its size.
 """
@@ -13,16 +13,10 @@ from typing import Any
 
 import django_tables2 as tables
 from django.db.models import (
-    Case,
-    CharField,
     Count,
-    Exists,
     OuterRef,
-    Q,
     QuerySet,
     Subquery,
-    Value,
-    When,
 )
 from django.db.models.functions import Coalesce
 from django.urls import reverse
@@ -41,7 +35,6 @@ __all__ = [
     "human_bytes",
     "state_badge",
     "with_device_counts",
-    "with_state",
 ]
 
 BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
@@ -71,22 +64,6 @@ def _holds() -> QuerySet[AllocatedDevice]:
         pool=OuterRef("pool_name"),
         device=OuterRef("name"),
         admin_access=False,
-    )
-
-
-def with_state(queryset: QuerySet[Device]) -> QuerySet[Device]:
-    """Annotates ``state`` (a ``DeviceState`` value) with the precedence the badges show:
-    tainted, then shared, then allocated, then free — the same rules as
-    ``DeviceQuerySet.in_state``."""
-    shared = _holds().filter(~Q(share_id="") | Q(claim__consumer_count__gt=1))
-    return queryset.annotate(
-        state=Case(
-            When(is_tainted=True, then=Value(DeviceState.TAINTED.value)),
-            When(Exists(shared), then=Value(DeviceState.SHARED.value)),
-            When(Exists(_holds()), then=Value(DeviceState.ALLOCATED.value)),
-            default=Value(DeviceState.FREE.value),
-            output_field=CharField(),
-        )
     )
 
 
@@ -190,7 +167,7 @@ class NodeTable(tables.Table):
 
 
 class DeviceTable(tables.Table):
-    """Devices annotated by ``with_state``."""
+    """Devices with their state badge."""
 
     name = tables.Column(linkify=True, attrs={"td": {"class": "fw-medium text-nowrap"}})
     node_name = tables.Column(verbose_name="Node", attrs={"td": {"class": "text-nowrap"}})
@@ -224,8 +201,9 @@ class DeviceTable(tables.Table):
     def render_memory_bytes(self, value: int) -> str:
         return human_bytes(value)
 
-    def render_state(self, value: str) -> str:
-        return state_badge(value)
+    def render_state(self, record: Device) -> str:
+        # The stored value: for a choices field django-tables2 would pass the display label.
+        return state_badge(record.state)
 
 
 class DeviceClassTable(tables.Table):

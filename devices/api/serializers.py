@@ -62,7 +62,7 @@ class NodeSerializer(serializers.ModelSerializer):
 
 
 class DeviceSerializer(serializers.ModelSerializer):
-    """A device annotated by ``devices.tables.with_state``."""
+    """A device and its state (kept by the mirror, see ``devices.mirror.states``)."""
 
     url = serializers.HyperlinkedIdentityField(view_name="api:device-detail")
     resource_slice = serializers.SlugRelatedField(slug_field="name", read_only=True)

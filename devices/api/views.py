@@ -35,7 +35,7 @@ from devices.models import (
     Node,
     ResourceSlice,
 )
-from devices.tables import gpu_models_by_node, with_device_counts, with_state
+from devices.tables import gpu_models_by_node, with_device_counts
 
 from .serializers import (
     DeviceClassSerializer,
@@ -104,7 +104,7 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self) -> QuerySet[Device]:
         # The raw objects are large and not part of this representation.
         return (
-            with_state(Device.objects.visible_to(self.request.user))
+            (Device.objects.visible_to(self.request.user))
             .select_related("resource_slice")
             .defer("raw", "resource_slice__raw")
         )

@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, models, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from claims.models import AllocatedDevice, ClaimConsumer, ResourceClaim, ResourceClaimTemplate
 from devices.cluster import Kind
 from devices.mirror.mapping import Mapped, map_object
+from devices.mirror.states import DeviceKey, claim_device_keys, refresh_states
 from devices.models import (
     Device,
     DeviceClass,
@@ -143,8 +145,11 @@ def upsert(kind: Kind, mapped: list[Mapped]) -> Applied:
     keyed = {m.fields["uid"]: m for m in mapped if m.fields.get("uid")}
     if not keyed:
         return applied
+    touched: set[DeviceKey] = set()
+    if kind == Kind.RESOURCE_CLAIMS:
+        touched = claim_device_keys(Q(claim__uid__in=list(keyed)))
     if kind in (Kind.RESOURCE_CLAIMS, Kind.RESOURCE_CLAIM_TEMPLATES):
-        _free_reused_names(model, keyed)
+        touched |= _free_reused_names(model, keyed)
     # A slice's raw object embeds its devices, whose rows repeat parts of it.
     writer = _Writer(embedded=("spec", "devices", "*", "*") if kind == Kind.RESOURCE_SLICES else ())
     fields = _model_fields(model)
@@ -168,15 +173,23 @@ def upsert(kind: Kind, mapped: list[Mapped]) -> Applied:
         stored = {uid: keyed[uid] for uid in existing}
         if kind == Kind.RESOURCE_SLICES:
             _replace_slice_children(writer, keyed, stored, pks)
+            refresh_states(Device.objects.filter(resource_slice_id__in=pks.values()))
         else:
             _replace_claim_children(writer, keyed, stored, pks)
+            touched |= {
+                (row["driver"], row["pool"], row["device"])
+                for m in keyed.values()
+                for row in m.children.get("allocated_devices", [])
+            }
+            refresh_states(keys=touched)
     applied.written = len(keyed)
     return applied
 
 
-def _free_reused_names(model: type[models.Model], keyed: dict[str, Mapped]) -> None:
+def _free_reused_names(model: type[models.Model], keyed: dict[str, Mapped]) -> set[DeviceKey]:
     """Deletes rows holding the namespace/name of one of ``keyed`` under another uid: a name
-    reused by a new object (delete + create missed during a relist) frees the name."""
+    reused by a new object (delete + create missed during a relist) frees the name. Returns the
+    devices the deleted claims held."""
     wanted = {(m.fields["namespace"], m.fields["name"]) for m in keyed.values()}
     stale = [
         pk
@@ -185,8 +198,11 @@ def _free_reused_names(model: type[models.Model], keyed: dict[str, Mapped]) -> N
         ).values_list("pk", "uid", "namespace", "name")
         if (namespace, name) in wanted and uid not in keyed
     ]
-    if stale:
-        model.objects.filter(pk__in=stale).delete()
+    if not stale:
+        return set()
+    held = claim_device_keys(Q(claim_id__in=stale)) if model is ResourceClaim else set()
+    model.objects.filter(pk__in=stale).delete()
+    return held
 
 
 def _replace_slice_children(
@@ -409,8 +425,8 @@ def apply_events(kind: Kind, events: list[dict[str, Any]]) -> Applied:
         stored = stored_versions(kind, latest)
         deleted = [uid for uid, (kind_, _) in latest.items() if kind_ == "DELETED"]
         if deleted:
-            applied.deleted, _ = MODELS[kind].objects.filter(uid__in=deleted).delete()
-            applied.deleted = min(applied.deleted, len(deleted))
+            _delete(kind, deleted)
+            applied.deleted = len(set(deleted) & set(stored))
         changed = [
             map_object(kind, obj)
             for uid, (type_, obj) in latest.items()
@@ -437,9 +453,16 @@ def delete_missing(kind: Kind, seen_uids: set[str], list_version: str = "") -> i
     deleted = 0
     for start in range(0, len(gone), BATCH):
         chunk = gone[start : start + BATCH]
-        model.objects.filter(uid__in=chunk).delete()
+        _delete(kind, chunk)
         deleted += len(chunk)
     return deleted
+
+
+def _delete(kind: Kind, uids: list[str]) -> None:
+    """Deletes rows by uid; devices held by deleted claims get their state recomputed."""
+    held = claim_device_keys(Q(claim__uid__in=uids)) if kind == Kind.RESOURCE_CLAIMS else set()
+    MODELS[kind].objects.filter(uid__in=uids).delete()
+    refresh_states(keys=held)
 
 
 def load(objects: Iterable[dict[str, Any]]) -> Applied:

@@ -61,18 +61,15 @@ class DeviceQuerySet(models.QuerySet["Device"]):
         return self.filter(self._allocations(shared=True) | Exists(multi))
 
     def free(self) -> DeviceQuerySet:
-        return self.exclude(self._allocations()).exclude(is_tainted=True)
+        return self.filter(state=DeviceState.FREE)
 
     def tainted(self) -> DeviceQuerySet:
         return self.filter(is_tainted=True)
 
     def in_state(self, state: str) -> DeviceQuerySet:
-        return {
-            DeviceState.FREE: self.free,
-            DeviceState.ALLOCATED: self.allocated,
-            DeviceState.SHARED: self.shared,
-            DeviceState.TAINTED: self.tainted,
-        }[DeviceState(state)]()
+        """Devices whose badge shows ``state`` (tainted, then shared, then allocated, then
+        free): a tainted device that a claim still holds is listed as tainted."""
+        return self.filter(state=DeviceState(state))
 
     def on_node(self, node_name: str) -> DeviceQuerySet:
         return self.filter(Q(node_name=node_name))
@@ -93,6 +90,14 @@ class Device(models.Model):
     consumes_counters = models.JSONField(default=list, blank=True)
     taints = models.JSONField(default=list, blank=True)
     is_tainted = models.BooleanField(default=False)
+    # Kept by the mirror (devices.mirror.states) from taints and the claims' allocation results.
+    state = models.CharField(
+        max_length=20,
+        choices=DeviceState.choices,
+        default=DeviceState.FREE,
+        db_default=DeviceState.FREE,
+        db_index=True,
+    )
     allow_multiple_allocations = models.BooleanField(default=False)
     # Derived from well-known attributes for filtering and display.
     device_type = models.CharField(max_length=63, blank=True)  # gpu, mig, channel, ...

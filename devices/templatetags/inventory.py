@@ -35,7 +35,7 @@ def attribute(device: Device, name: str) -> str:
 
 @register.filter
 def partition_states(devices: Iterable[Device]) -> str:
-    """``"2 allocated, 23 free"``: how many partitions are in each state (``with_state`` rows)."""
+    """``"2 allocated, 23 free"``: how many partitions are in each state."""
     counts = Counter(getattr(device, "state", "") for device in devices)
     order = [state.value for state in DeviceState]
     return ", ".join(

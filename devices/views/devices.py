@@ -22,7 +22,7 @@ from claims.allocator.quantity import QuantityError, parse_quantity
 from claims.models import AllocatedDevice, ResourceClaim
 from devices.filtersets import DeviceFilterSet
 from devices.models import Device, DeviceClass, DeviceState, Pod, SharedCounterSet
-from devices.tables import DeviceTable, human_bytes, with_state
+from devices.tables import DeviceTable, human_bytes
 from portal.htmx import render_page, wants_fragment
 
 __all__ = [
@@ -134,7 +134,7 @@ def _holders(user: Any, device: Device) -> tuple[list[Holder], list[Holder]]:
 @login_required
 def device_list(request: HttpRequest) -> HttpResponse:
     # The table shows scalar columns only; the JSON columns are large.
-    queryset = with_state(Device.objects.visible_to(request.user)).defer(*LIST_DEFERRED)
+    queryset = (Device.objects.visible_to(request.user)).defer(*LIST_DEFERRED)
     filterset = DeviceFilterSet(request.GET, queryset=queryset)
     table = DeviceTable(filterset.qs)
     RequestConfig(request, paginate={"per_page": PER_PAGE}).configure(table)
@@ -192,13 +192,13 @@ def _counter_sets(device: Device) -> list[SharedCounterSet]:
 @login_required
 def device_detail(request: HttpRequest, pk: int) -> HttpResponse:
     device: Device = get_object_or_404(
-        with_state(Device.objects.visible_to(request.user)).select_related("resource_slice"),
+        (Device.objects.visible_to(request.user)).select_related("resource_slice"),
         pk=pk,
     )
     holders, admin_holders = _holders(request.user, device)
     partitions: QuerySet[Device] | list[Device] = []
     if device.uuid:
-        partitions = with_state(Device.objects.filter(parent_uuid=device.uuid))
+        partitions = Device.objects.filter(parent_uuid=device.uuid)
     parent = Device.objects.filter(uuid=device.parent_uuid).first() if device.parent_uuid else None
     device_classes = DeviceClass.objects.filter(
         name__in=device.class_matches.values("device_class_name")

@@ -13,7 +13,7 @@ from django_tables2 import RequestConfig
 
 from devices.filtersets import NodeFilterSet
 from devices.models import Device, Node, ResourceSlice, SharedCounterSet
-from devices.tables import NodeTable, gpu_models_by_node, with_device_counts, with_state
+from devices.tables import NodeTable, gpu_models_by_node, with_device_counts
 from devices.views.devices import attribute_rows, capacity_rows, pretty_json
 from portal.htmx import render_page
 
@@ -106,9 +106,7 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
     )
     if node is None and not slices:
         raise Http404("No such node.")
-    devices = list(
-        with_state(Device.objects.filter(node_name=name)).order_by("resource_slice__name", "pk")
-    )
+    devices = list((Device.objects.filter(node_name=name)).order_by("resource_slice__name", "pk"))
     pools = {(s.driver, s.pool_name) for s in slices}
     pool_filter = Q(pk__in=[])
     for driver, pool in pools:

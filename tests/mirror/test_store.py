@@ -102,3 +102,96 @@ def test_malformed_objects_are_stored_raw_and_flagged():
     row = ResourceSlice.objects.get(uid="u-1")
     assert row.raw["spec"]["devices"] == "not-a-list"
     assert "spec.pool.name is missing" in row.problems
+
+
+def claim_on(
+    slice_obj: dict, device: str, *, uid: str, consumers: int = 1, admin: bool = False
+) -> dict:
+    result = {
+        "request": "gpu",
+        "driver": slice_obj["spec"]["driver"],
+        "pool": slice_obj["spec"]["pool"]["name"],
+        "device": device,
+    }
+    if admin:
+        result["adminAccess"] = True
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {
+            "uid": uid,
+            "name": f"claim-{uid}",
+            "namespace": "team-a-dev",
+            "resourceVersion": "1",
+        },
+        "spec": {
+            "devices": {
+                "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]
+            }
+        },
+        "status": {
+            "allocation": {"devices": {"results": [result]}},
+            "reservedFor": [
+                {"resource": "pods", "name": f"p{i}", "uid": f"u{i}"} for i in range(consumers)
+            ],
+        },
+    }
+
+
+def state_of(name: str) -> str:
+    return Device.objects.get(name=name).state
+
+
+@pytest.mark.django_db
+def test_a_devices_state_follows_the_claims_that_hold_it():
+    gpus = h100_slice()
+    apply_events(Kind.RESOURCE_SLICES, [event("ADDED", gpus, "10")])
+    assert state_of("gpu-0") == "free"
+
+    claim = claim_on(gpus, "gpu-0", uid="c-1")
+    apply_events(Kind.RESOURCE_CLAIMS, [event("ADDED", claim, "11")])
+    assert state_of("gpu-0") == "allocated"
+
+    shared = claim_on(gpus, "gpu-0", uid="c-1", consumers=2)
+    apply_events(Kind.RESOURCE_CLAIMS, [event("MODIFIED", shared, "12")])
+    assert state_of("gpu-0") == "shared"
+
+    apply_events(Kind.RESOURCE_CLAIMS, [event("DELETED", shared, "13")])
+    assert state_of("gpu-0") == "free"
+
+
+@pytest.mark.django_db
+def test_admin_access_holds_nothing_and_a_taint_wins():
+    gpus = h100_slice()
+    apply_events(Kind.RESOURCE_SLICES, [event("ADDED", gpus, "10")])
+    apply_events(
+        Kind.RESOURCE_CLAIMS,
+        [
+            event("ADDED", claim_on(gpus, "gpu-1", uid="admin", admin=True), "11"),
+            event("ADDED", claim_on(gpus, "gpu-2", uid="held"), "12"),
+        ],
+    )
+    assert state_of("gpu-1") == "free"
+    gpus["spec"]["devices"][2]["taints"] = [
+        {"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule"}
+    ]
+    apply_events(Kind.RESOURCE_SLICES, [event("MODIFIED", gpus, "13")])
+    assert state_of("gpu-2") == "tainted"
+    assert Device.objects.allocated().filter(name="gpu-2").exists()  # still held
+
+
+@pytest.mark.django_db
+def test_devices_published_after_their_claims_get_the_right_state():
+    gpus = h100_slice()
+    apply_events(Kind.RESOURCE_CLAIMS, [event("ADDED", claim_on(gpus, "gpu-3", uid="c"), "5")])
+    apply_events(Kind.RESOURCE_SLICES, [event("ADDED", gpus, "10")])
+    assert state_of("gpu-3") == "allocated"
+
+
+@pytest.mark.django_db
+def test_a_relist_that_drops_a_claim_frees_its_device():
+    gpus = h100_slice()
+    apply_events(Kind.RESOURCE_SLICES, [event("ADDED", gpus, "10")])
+    apply_events(Kind.RESOURCE_CLAIMS, [event("ADDED", claim_on(gpus, "gpu-4", uid="c"), "11")])
+    delete_missing(Kind.RESOURCE_CLAIMS, set(), "20")
+    assert state_of("gpu-4") == "free"

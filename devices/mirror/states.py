@@ -1,0 +1,68 @@
+"""``Device.state``: the state every list filters and shows, kept by the mirror.
+
+Computing it per query (does any claim hold this device? is that claim shared?) joined every
+device with every allocation on each page view. The store recomputes it instead, for exactly
+the devices a change can affect: the devices of changed slices, and the devices named in the
+results of changed or deleted claims, before and after the change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db.models import Case, CharField, Exists, OuterRef, Q, QuerySet, Value, When
+
+from devices.models import Device, DeviceState
+
+__all__ = ["DeviceKey", "claim_device_keys", "computed_state", "refresh_states"]
+
+DeviceKey = tuple[str, str, str]  # driver, pool, device name
+# Above this many keys one pass over every device is cheaper than narrowing.
+ALL_DEVICES_THRESHOLD = 5000
+
+
+def computed_state() -> Case:
+    """Tainted, then shared, then allocated, then free; admin-access results hold nothing."""
+    from claims.models import AllocatedDevice
+
+    holds = AllocatedDevice.objects.filter(
+        driver=OuterRef("driver"),
+        pool=OuterRef("pool_name"),
+        device=OuterRef("name"),
+        admin_access=False,
+    )
+    shared = holds.filter(~Q(share_id="") | Q(claim__consumer_count__gt=1))
+    return Case(
+        When(is_tainted=True, then=Value(DeviceState.TAINTED.value)),
+        When(Exists(shared), then=Value(DeviceState.SHARED.value)),
+        When(Exists(holds), then=Value(DeviceState.ALLOCATED.value)),
+        default=Value(DeviceState.FREE.value),
+        output_field=CharField(),
+    )
+
+
+def claim_device_keys(claim_filter: Q) -> set[DeviceKey]:
+    """The devices named by the allocation results of the claims matching ``claim_filter``."""
+    from claims.models import AllocatedDevice
+
+    return set(AllocatedDevice.objects.filter(claim_filter).values_list("driver", "pool", "device"))
+
+
+def refresh_states(devices: QuerySet[Device] | None = None, keys: Iterable[DeviceKey] = ()) -> int:
+    """Recomputes the state of ``devices`` and of the devices with ``keys``.
+
+    Call inside the transaction that changed claims or slices.
+    """
+    keys = set(keys)
+    updated = 0
+    if devices is not None:
+        updated += devices.update(state=computed_state())
+    if len(keys) > ALL_DEVICES_THRESHOLD:
+        return updated + Device.objects.update(state=computed_state())
+    if keys:
+        # A superset (same pools and names) is refreshed: correct, and one indexed query.
+        candidates = Device.objects.filter(
+            pool_name__in={pool for _, pool, _ in keys}, name__in={name for _, _, name in keys}
+        )
+        updated += candidates.update(state=computed_state())
+    return updated
