@@ -36,6 +36,7 @@ __all__ = [
 LIST_DEFERRED = ("raw", "attributes", "capacity", "consumes_counters", "taints")
 FILTER_CHOICES_KEY = "devices:filter-choices"
 FILTER_CHOICES_SECONDS = 30
+NODE_SELECT_LIMIT = 100
 
 PER_PAGE = 50
 
@@ -157,6 +158,12 @@ def _filter_choices() -> dict[str, Any]:
 
 def _compute_filter_choices() -> dict[str, Any]:
     distinct = Device.objects.order_by()
+    nodes = list(
+        distinct.exclude(node_name="")
+        .values_list("node_name", flat=True)
+        .distinct()
+        .order_by("node_name")[: NODE_SELECT_LIMIT + 1]
+    )
     return {
         "drivers": list(distinct.values_list("driver", flat=True).distinct().order_by("driver")),
         "models": list(
@@ -165,12 +172,8 @@ def _compute_filter_choices() -> dict[str, Any]:
             .distinct()
             .order_by("model_name")
         ),
-        "nodes": list(
-            distinct.exclude(node_name="")
-            .values_list("node_name", flat=True)
-            .distinct()
-            .order_by("node_name")
-        ),
+        # A select of thousands of nodes is unusable and slow to render: a text field then.
+        "nodes": nodes if len(nodes) <= NODE_SELECT_LIMIT else None,
         "device_classes": list(DeviceClass.objects.values_list("name", flat=True)),
         "states": DeviceState.choices,
     }

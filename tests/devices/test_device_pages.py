@@ -139,3 +139,12 @@ def test_a_mig_device_links_to_its_parent_and_its_counters(client_as, alice, mir
 
 def test_an_unknown_device_is_404(client_as, alice, mirrored_cluster):
     assert client_as(alice).get("/devices/999999/").status_code == 404
+
+
+def test_with_many_nodes_the_node_filter_is_a_text_field(
+    client_as, alice, mirrored_cluster, monkeypatch
+):
+    monkeypatch.setattr("devices.views.devices.NODE_SELECT_LIMIT", 2)
+    content = client_as(alice).get("/devices/?node=dgx-h100-01").content.decode()
+    assert 'type="search" name="node" placeholder="Node name" value="dgx-h100-01"' in content
+    assert '<option value="dgx-a100-01"' not in content
