@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.db.models import Case, CharField, Exists, OuterRef, Q, QuerySet, Value, When
+from django.db import connection
+from django.db.models import Case, CharField, Exists, F, OuterRef, Q, QuerySet, Value, When
 
 from devices.models import Device, DeviceState
 
@@ -56,13 +57,56 @@ def refresh_states(devices: QuerySet[Device] | None = None, keys: Iterable[Devic
     keys = set(keys)
     updated = 0
     if devices is not None:
-        updated += devices.update(state=computed_state())
+        updated += _update_changed(devices)
     if len(keys) > ALL_DEVICES_THRESHOLD:
-        return updated + Device.objects.update(state=computed_state())
-    if keys:
+        return updated + _update_changed(Device.objects.all())
+    if keys and connection.vendor == "postgresql":
+        updated += _refresh_keys_postgresql(sorted(keys))
+    elif keys:
         # A superset (same pools and names) is refreshed: correct, and one indexed query.
         candidates = Device.objects.filter(
             pool_name__in={pool for _, pool, _ in keys}, name__in={name for _, _, name in keys}
         )
         updated += candidates.update(state=computed_state())
     return updated
+
+
+def _update_changed(devices: QuerySet[Device]) -> int:
+    """Writes the state of the devices whose stored state is not the computed one."""
+    stale = devices.annotate(expected=computed_state()).exclude(state=F("expected"))
+    return Device.objects.filter(pk__in=stale.values("pk")).update(state=computed_state())
+
+
+# ``computed_state`` in SQL, for exactly the given keys, writing only rows whose state changes
+# (the exactness test compares the result with ``computed_state`` on PostgreSQL).
+_REFRESH_KEYS_SQL = """
+WITH wanted AS (
+  SELECT d.id, CASE
+    WHEN d.is_tainted THEN 'tainted'
+    WHEN EXISTS (
+      SELECT 1 FROM claims_allocateddevice a JOIN claims_resourceclaim c ON c.id = a.claim_id
+      WHERE a.driver = d.driver AND a.pool = d.pool_name AND a.device = d.name
+        AND NOT a.admin_access AND (a.share_id <> '' OR c.consumer_count > 1)
+    ) THEN 'shared'
+    WHEN EXISTS (
+      SELECT 1 FROM claims_allocateddevice a
+      WHERE a.driver = d.driver AND a.pool = d.pool_name AND a.device = d.name
+        AND NOT a.admin_access
+    ) THEN 'allocated'
+    ELSE 'free' END AS state
+  FROM devices_device d
+  JOIN unnest(%s::text[], %s::text[], %s::text[]) AS k(driver, pool, name)
+    ON d.driver = k.driver AND d.pool_name = k.pool AND d.name = k.name
+)
+UPDATE devices_device d SET state = wanted.state
+FROM wanted WHERE d.id = wanted.id AND d.state <> wanted.state
+"""
+
+
+def _refresh_keys_postgresql(keys: list[DeviceKey]) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _REFRESH_KEYS_SQL,
+            [[k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]],
+        )
+        return cursor.rowcount

@@ -410,28 +410,26 @@ def apply_events(kind: Kind, events: list[dict[str, Any]]) -> Applied:
 
     Later events for the same object win; stale and repeated events write nothing.
     """
-    latest: dict[str, tuple[str, dict[str, Any]]] = {}
+    latest: dict[str, tuple[str, Mapped]] = {}
     unkeyed: list[Mapped] = []
     for event in events:
-        obj = event.get("object")
-        mapped = map_object(kind, obj)
+        mapped = map_object(kind, event.get("object"))
         uid = mapped.fields.get("uid")
         if not uid:
             unkeyed.append(mapped)
             continue
-        latest[uid] = (event.get("type", ""), obj if isinstance(obj, dict) else {})
+        latest[uid] = (event.get("type", ""), mapped)
     applied = Applied(malformed=sum(1 for m in unkeyed if m.problems))
     with transaction.atomic():
         stored = stored_versions(kind, latest)
-        deleted = [uid for uid, (kind_, _) in latest.items() if kind_ == "DELETED"]
+        deleted = [uid for uid, (type_, _) in latest.items() if type_ == "DELETED"]
         if deleted:
             _delete(kind, deleted)
             applied.deleted = len(set(deleted) & set(stored))
         changed = [
-            map_object(kind, obj)
-            for uid, (type_, obj) in latest.items()
-            if type_ != "DELETED"
-            and is_newer(str(obj.get("metadata", {}).get("resourceVersion", "")), stored.get(uid))
+            mapped
+            for uid, (type_, mapped) in latest.items()
+            if type_ != "DELETED" and is_newer(mapped.fields["resource_version"], stored.get(uid))
         ]
         applied += upsert(kind, changed)
     return applied
