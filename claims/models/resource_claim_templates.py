@@ -2,34 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from django.db import models
 
-from devices.models.mirror import MirroredObject
-
-if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from devices.models.mirror import MirroredObject, NamespacedQuerySet
 
 __all__ = ["ResourceClaimTemplate"]
-
-
-class ResourceClaimTemplateQuerySet(models.QuerySet["ResourceClaimTemplate"]):
-    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> ResourceClaimTemplateQuerySet:
-        if not user.is_authenticated:
-            return self.none()
-        if user.is_staff:
-            return self.all()
-        from portal.models import TenantNamespace
-
-        namespaces = TenantNamespace.objects.filter(tenant__memberships__user=user)
-        return self.filter(namespace__in=namespaces.values("name"))
 
 
 class ResourceClaimTemplate(MirroredObject):
     namespace = models.CharField(max_length=63, db_index=True)
 
-    objects = ResourceClaimTemplateQuerySet.as_manager()
+    objects = NamespacedQuerySet.as_manager()
 
     class Meta:
         ordering = ["namespace", "name"]

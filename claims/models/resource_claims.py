@@ -2,30 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from django.db import models
 from django.urls import reverse
 
-from devices.models.mirror import MirroredObject
-
-if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from devices.models.mirror import MirroredObject, NamespacedQuerySet
 
 __all__ = ["AllocatedDevice", "ClaimConsumer", "ResourceClaim", "ResourceClaimQuerySet"]
 
 
-class ResourceClaimQuerySet(models.QuerySet["ResourceClaim"]):
-    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> ResourceClaimQuerySet:
-        """Portal admins see every claim; others only those in their tenants' namespaces."""
-        if not user.is_authenticated:
-            return self.none()
-        if user.is_staff:
-            return self.all()
-        from portal.models import TenantNamespace
-
-        namespaces = TenantNamespace.objects.filter(tenant__memberships__user=user)
-        return self.filter(namespace__in=namespaces.values("name"))
+class ResourceClaimQuerySet(NamespacedQuerySet):
+    """``visible_to(user)``: portal admins see every claim, others their tenants' claims."""
 
     def allocated(self) -> ResourceClaimQuerySet:
         return self.filter(is_allocated=True)

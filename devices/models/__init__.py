@@ -3,7 +3,7 @@
 from devices.models.class_matches import DeviceClassMatch
 from devices.models.device_classes import DeviceClass
 from devices.models.devices import Device, DeviceState
-from devices.models.mirror import MirroredObject, MirrorStatus
+from devices.models.mirror import MirroredObject, MirrorStatus, NamespacedQuerySet
 from devices.models.namespaces import Namespace
 from devices.models.nodes import Node
 from devices.models.pods import Pod
@@ -17,6 +17,7 @@ __all__ = [
     "MirrorStatus",
     "MirroredObject",
     "Namespace",
+    "NamespacedQuerySet",
     "Node",
     "Pod",
     "ResourceSlice",

@@ -2,9 +2,29 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db import models
 
-__all__ = ["MirrorStatus", "MirroredObject"]
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+__all__ = ["MirrorStatus", "MirroredObject", "NamespacedQuerySet"]
+
+
+class NamespacedQuerySet(models.QuerySet):
+    """Gate for mirrored objects that live in a namespace (claims, templates, pods)."""
+
+    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> NamespacedQuerySet:
+        """Portal admins see everything; others what is in their tenants' namespaces."""
+        if not user.is_authenticated:
+            return self.none()
+        if user.is_staff:
+            return self.all()
+        from portal.models import TenantNamespace
+
+        namespaces = TenantNamespace.objects.filter(tenant__memberships__user=user)
+        return self.filter(namespace__in=namespaces.values("name"))
 
 
 class MirroredObject(models.Model):
