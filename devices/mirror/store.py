@@ -146,8 +146,6 @@ def upsert(kind: Kind, mapped: list[Mapped]) -> Applied:
     if not keyed:
         return applied
     touched: set[DeviceKey] = set()
-    if kind == Kind.RESOURCE_CLAIMS:
-        touched = claim_device_keys(Q(claim__uid__in=list(keyed)))
     if kind in (Kind.RESOURCE_CLAIMS, Kind.RESOURCE_CLAIM_TEMPLATES):
         touched |= _free_reused_names(model, keyed)
     # A slice's raw object embeds its devices, whose rows repeat parts of it.
@@ -175,12 +173,7 @@ def upsert(kind: Kind, mapped: list[Mapped]) -> Applied:
             _replace_slice_children(writer, keyed, stored, pks)
             refresh_states(Device.objects.filter(resource_slice_id__in=pks.values()))
         else:
-            _replace_claim_children(writer, keyed, stored, pks)
-            touched |= {
-                (row["driver"], row["pool"], row["device"])
-                for m in keyed.values()
-                for row in m.children.get("allocated_devices", [])
-            }
+            touched |= _replace_claim_children(writer, keyed, stored, pks)
             refresh_states(keys=touched)
     applied.written = len(keyed)
     return applied
@@ -250,19 +243,42 @@ def _replace_slice_children(
 
 def _replace_claim_children(
     writer: _Writer, keyed: dict[str, Mapped], stored: dict[str, Mapped], pks: dict[str, int]
-) -> None:
-    """Allocated devices and consumers are replaced."""
+) -> set[DeviceKey]:
+    """Allocated devices and consumers are replaced where they changed.
+
+    Most claim updates touch only metadata (labels, annotations, finalizers): their rows are
+    compared with the stored ones and left alone, which saves a delete and an insert per claim.
+    Returns the devices named by the replaced rows, before and after: their state may change.
+    """
+    touched: set[DeviceKey] = set()
+    replace = set(keyed) - set(stored)
     if stored:
-        claim_ids = [pks[uid] for uid in stored]
-        AllocatedDevice.objects.filter(claim_id__in=claim_ids).delete()
-        ClaimConsumer.objects.filter(claim_id__in=claim_ids).delete()
+        current = _stored_claim_children({pks[uid]: uid for uid in stored})
+        for uid in stored:
+            wanted = (
+                [
+                    tuple(row[f] for f in ALLOCATED_DEVICE_FIELDS)
+                    for row in keyed[uid].children.get("allocated_devices", [])
+                ],
+                [
+                    tuple(row[f] for f in CONSUMER_FIELDS)
+                    for row in keyed[uid].children.get("consumers", [])
+                ],
+            )
+            if current.get(uid, ([], [])) != wanted:
+                replace.add(uid)
+                touched |= {(row[1], row[2], row[3]) for row in current.get(uid, ([], []))[0]}
+        claim_ids = [pks[uid] for uid in stored if uid in replace]
+        if claim_ids:
+            AllocatedDevice.objects.filter(claim_id__in=claim_ids).delete()
+            ClaimConsumer.objects.filter(claim_id__in=claim_ids).delete()
     writer.insert(
         AllocatedDevice,
         ["claim_id", *ALLOCATED_DEVICE_FIELDS],
         [
             {"claim_id": pks[uid], **row}
-            for uid, m in keyed.items()
-            for row in m.children.get("allocated_devices", [])
+            for uid in replace
+            for row in keyed[uid].children.get("allocated_devices", [])
         ],
     )
     writer.insert(
@@ -270,10 +286,38 @@ def _replace_claim_children(
         ["claim_id", *CONSUMER_FIELDS],
         [
             {"claim_id": pks[uid], **row}
-            for uid, m in keyed.items()
-            for row in m.children.get("consumers", [])
+            for uid in replace
+            for row in keyed[uid].children.get("consumers", [])
         ],
     )
+    touched |= {
+        (row["driver"], row["pool"], row["device"])
+        for uid in replace
+        for row in keyed[uid].children.get("allocated_devices", [])
+    }
+    return touched
+
+
+def _stored_claim_children(
+    uid_of: dict[int, str],
+) -> dict[str, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]]:
+    """uid → (allocated-device rows, consumer rows) as stored, in insertion order."""
+    children: dict[str, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]] = {
+        uid: ([], []) for uid in uid_of.values()
+    }
+    for claim_id, *values in (
+        AllocatedDevice.objects.filter(claim_id__in=list(uid_of))
+        .order_by("claim_id", "pk")
+        .values_list("claim_id", *ALLOCATED_DEVICE_FIELDS)
+    ):
+        children[uid_of[claim_id]][0].append(tuple(values))
+    for claim_id, *values in (
+        ClaimConsumer.objects.filter(claim_id__in=list(uid_of))
+        .order_by("claim_id", "pk")
+        .values_list("claim_id", *CONSUMER_FIELDS)
+    ):
+        children[uid_of[claim_id]][1].append(tuple(values))
+    return children
 
 
 _encode_json = json.JSONEncoder(check_circular=False, separators=(",", ":")).encode

@@ -195,3 +195,19 @@ def test_a_relist_that_drops_a_claim_frees_its_device():
     apply_events(Kind.RESOURCE_CLAIMS, [event("ADDED", claim_on(gpus, "gpu-4", uid="c"), "11")])
     delete_missing(Kind.RESOURCE_CLAIMS, set(), "20")
     assert state_of("gpu-4") == "free"
+
+
+@pytest.mark.django_db
+def test_a_metadata_only_claim_update_leaves_its_result_rows_alone():
+    from claims.models import AllocatedDevice
+
+    gpus = h100_slice()
+    apply_events(Kind.RESOURCE_SLICES, [event("ADDED", gpus, "10")])
+    claim = claim_on(gpus, "gpu-5", uid="c")
+    apply_events(Kind.RESOURCE_CLAIMS, [event("ADDED", claim, "11")])
+    row = AllocatedDevice.objects.get()
+    claim["metadata"]["labels"] = {"team": "a"}
+    apply_events(Kind.RESOURCE_CLAIMS, [event("MODIFIED", claim, "12")])
+    assert AllocatedDevice.objects.get().pk == row.pk
+    assert ResourceClaim.objects.get().raw["metadata"]["labels"] == {"team": "a"}
+    assert state_of("gpu-5") == "allocated"
