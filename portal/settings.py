@@ -230,7 +230,7 @@ WATCHER_LOCK_PREFIX = env_str("WATCHER_LOCK_PREFIX", "dra-portal:watcher:")  # o
 API_TOKEN_MAX_DAYS = env_int("API_TOKEN_MAX_DAYS", 365)
 
 # Celery: with no REDIS_URL the tasks run in-process (eager), so a newcomer needs no broker.
-CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
 CELERY_RESULT_BACKEND = REDIS_URL or None
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL)
 CELERY_TASK_EAGER_PROPAGATES = True
