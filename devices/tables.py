@@ -84,7 +84,7 @@ def with_device_counts(queryset: QuerySet[Node]) -> QuerySet[Node]:
     return queryset.annotate(
         device_count=_count_per_node(Device.objects.all()),
         free_count=_count_per_node(Device.objects.free()),
-        allocated_count=_count_per_node(Device.objects.allocated()),
+        allocated_count=_count_per_node(Device.objects.held()),
         tainted_count=_count_per_node(Device.objects.tainted()),
     )
 

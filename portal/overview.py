@@ -12,18 +12,25 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Q
 
 from claims.models import ResourceClaim
-from devices.models import Device, Node
+from devices.models import Device, DeviceState, Node
 
 __all__ = ["cluster_overview"]
 
 
 def cluster_overview(user: AbstractBaseUser | AnonymousUser) -> dict[str, Any] | None:
     """Nodes, whole GPUs by model, device states and the user's claims, or ``None`` while the
-    mirror holds neither nodes nor devices. A fixed handful of queries."""
+    mirror holds neither nodes nor devices. A fixed handful of queries; device states come from
+    the column the mirror keeps, so free + allocated + shared + tainted = devices."""
     node_count = Node.objects.count()
     devices = Device.objects.visible_to(user)
-    device_count = devices.count()
-    if not node_count and not device_count:
+    states = devices.aggregate(
+        total=Count("pk"),
+        free=Count("pk", filter=Q(state=DeviceState.FREE)),
+        allocated=Count("pk", filter=Q(state=DeviceState.ALLOCATED)),
+        shared=Count("pk", filter=Q(state=DeviceState.SHARED)),
+        tainted=Count("pk", filter=Q(state=DeviceState.TAINTED)),
+    )
+    if not node_count and not states["total"]:
         return None
     gpus = list(
         devices.filter(parent_uuid="")
@@ -41,10 +48,11 @@ def cluster_overview(user: AbstractBaseUser | AnonymousUser) -> dict[str, Any] |
     return {
         "node_count": node_count,
         "ready_count": Node.objects.filter(is_ready=True).count(),
-        "device_count": device_count,
+        "device_count": states["total"],
         "gpus": gpus,
-        "free_count": devices.free().count(),
-        "allocated_count": devices.allocated().count(),
-        "tainted_count": devices.tainted().count(),
+        "free_count": states["free"],
+        "allocated_count": states["allocated"],
+        "shared_count": states["shared"],
+        "tainted_count": states["tainted"],
         "claims": claims,
     }

@@ -63,6 +63,11 @@ class DeviceQuerySet(models.QuerySet["Device"]):
     def free(self) -> DeviceQuerySet:
         return self.filter(state=DeviceState.FREE)
 
+    def held(self) -> DeviceQuerySet:
+        """Devices whose badge says a claim holds them (allocated or shared, not tainted):
+        the stored ``state``, so counts by state add up to the total."""
+        return self.filter(state__in=[DeviceState.ALLOCATED, DeviceState.SHARED])
+
     def tainted(self) -> DeviceQuerySet:
         return self.filter(is_tainted=True)
 

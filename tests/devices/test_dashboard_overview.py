@@ -29,3 +29,17 @@ def test_claim_counts_are_those_the_user_may_see(alice, carol, root, mirrored_cl
     assert cluster_overview(alice)["claims"] == {"total": 2, "pending": 0, "allocated": 2}
     assert cluster_overview(carol)["claims"]["total"] == 0
     assert cluster_overview(root)["claims"]["total"] == 13
+
+
+def test_the_dashboards_device_counts_add_up_and_match_their_links(
+    client_as, root, mirrored_cluster
+):
+    from devices.models import Device
+
+    cluster = client_as(root).get("/").context["cluster"]
+    parts = ("free_count", "allocated_count", "shared_count", "tainted_count")
+    assert sum(cluster[p] for p in parts) == cluster["device_count"] == Device.objects.count()
+    for part in parts:
+        state = part.removesuffix("_count")
+        listed = client_as(root).get(f"/devices/?state={state}").context["table"].paginator.count
+        assert listed == cluster[part], state
