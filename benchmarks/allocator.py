@@ -21,9 +21,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from claims.allocator import build_cluster  # noqa: E402
-from claims.allocator.cel import compile_selector, device_input  # noqa: E402
-from claims.allocator.model import parse_claim  # noqa: E402
+from dra.allocator import build_cluster  # noqa: E402
+from dra.cel import compile_selector, device_input  # noqa: E402
+from dra.model import parse_claim  # noqa: E402
 
 FIXTURES = Path("/work/shared/fixtures")
 if not FIXTURES.exists():

@@ -135,8 +135,9 @@ def flush_mirror_tables() -> None:
     from django.db import connection
 
     from claims.models import AllocatedDevice, ClaimConsumer
-    from devices.mirror.store import MODELS
-    from devices.models import Device, MirrorStatus, SharedCounterSet
+    from devices.models import Device, SharedCounterSet
+    from mirror.models import MirrorStatus
+    from mirror.store import MODELS
 
     tables = [
         m._meta.db_table
@@ -300,12 +301,12 @@ def watcher_main(url: str, watch_seconds: float, profile: str | None) -> None:
     from django.conf import settings
 
     settings.DEBUG = False  # as in production: no log of every SQL statement in memory
-    logging.getLogger("devices.mirror").setLevel(logging.WARNING)
+    logging.getLogger("mirror").setLevel(logging.WARNING)
     from django.db import connection
 
-    from devices.cluster import Cluster, ClusterConfig, Kind
-    from devices.mirror.mapping import MIRRORED_KINDS
-    from devices.mirror.reflector import Reflector
+    from mirror.cluster import Cluster, ClusterConfig, Kind
+    from mirror.mapping import MIRRORED_KINDS
+    from mirror.reflector import Reflector
 
     class TimedReflector(Reflector):
         """Records, after each committed batch, how long ago each event was sent."""
@@ -355,7 +356,7 @@ def watcher_main(url: str, watch_seconds: float, profile: str | None) -> None:
         results[phase]["status_tuples"] = delta.get("devices_mirrorstatus", [0, 0, 0])
     results["peak_rss_mib_after_lists"] = peak_rss_mib()
     try:
-        from devices.mirror.classes import refresh_class_matches
+        from mirror.classes import refresh_class_matches
     except ImportError:
         pass
     else:

@@ -3,4 +3,4 @@ from django.apps import AppConfig
 
 class DevicesConfig(AppConfig):
     name = "devices"
-    verbose_name = "Cluster mirror"
+    verbose_name = "Devices"

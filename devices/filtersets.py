@@ -25,7 +25,7 @@ def drivers_named_by(device_class: DeviceClass) -> set[str]:
     """Drivers a class's CEL selectors compare ``device.driver`` against, for display.
 
     Which devices a class matches is decided by evaluating its selectors
-    (``devices.mirror.classes``, stored as ``DeviceClassMatch`` rows); this only names the
+    (``mirror.classes``, stored as ``DeviceClassMatch`` rows); this only names the
     driver a reader should expect.
     """
     return {

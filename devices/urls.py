@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from devices.views import device_classes, devices, mirror, nodes
+from devices.views import device_classes, devices, nodes
 
 urlpatterns = [
     path("nodes/", nodes.node_list, name="node-list"),
@@ -13,5 +13,4 @@ urlpatterns = [
     path(
         "device-classes/<str:name>/", device_classes.deviceclass_detail, name="deviceclass-detail"
     ),
-    path("mirror/", mirror.mirror_status, name="mirror-status"),
 ]

@@ -77,6 +77,7 @@ INSTALLED_APPS = [
     "portal",
     "devices",
     "claims",
+    "mirror",
 ]
 
 MIDDLEWARE = [

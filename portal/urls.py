@@ -23,6 +23,7 @@ urlpatterns = [
     path("account/tokens/<int:pk>/revoke/", api_tokens.apitoken_revoke, name="apitoken-revoke"),
     path("", include("devices.urls")),
     path("", include("claims.urls")),
+    path("", include("mirror.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include("portal.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -177,3 +177,12 @@ def api_as():
         return client
 
     return make
+
+
+@pytest.fixture
+def mirrored_cluster(db: None) -> None:
+    """The mirror holds the demo cluster: 2 DGX H100, a DGX A100 with MIG placements, the
+    dra-example-driver node, the legacy node gpu-legacy-01, device classes, claims and pods."""
+    from tests.devices.cluster_data import load_fixture_cluster
+
+    load_fixture_cluster()

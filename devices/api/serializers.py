@@ -8,12 +8,11 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from devices.filtersets import drivers_named_by
-from devices.models import Device, DeviceClass, MirrorStatus, Node, ResourceSlice
+from devices.models import Device, DeviceClass, Node, ResourceSlice
 
 __all__ = [
     "DeviceClassSerializer",
     "DeviceSerializer",
-    "MirrorStatusSerializer",
     "NodeSerializer",
     "ResourceSliceSerializer",
 ]
@@ -62,7 +61,7 @@ class NodeSerializer(serializers.ModelSerializer):
 
 
 class DeviceSerializer(serializers.ModelSerializer):
-    """A device and its state (kept by the mirror, see ``devices.mirror.states``)."""
+    """A device and its state (kept by the mirror, see ``mirror.states``)."""
 
     url = serializers.HyperlinkedIdentityField(view_name="api:device-detail")
     resource_slice = serializers.SlugRelatedField(slug_field="name", read_only=True)
@@ -148,25 +147,4 @@ class ResourceSliceSerializer(serializers.ModelSerializer):
             "device_count",
             "created_at",
             "problems",
-        ]
-
-
-class MirrorStatusSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = MirrorStatus
-        fields = [
-            "kind",
-            "state",
-            "resource_version",
-            "events_total",
-            "relists_total",
-            "error_count",
-            "last_error",
-            "last_error_at",
-            "last_event_at",
-            "last_list_at",
-            "last_list_seconds",
-            "lag_seconds",
-            "heartbeat_at",
-            "watcher",
         ]

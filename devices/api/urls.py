@@ -7,5 +7,4 @@ ROUTES = [
     ("devices", views.DeviceViewSet, "device"),
     ("device-classes", views.DeviceClassViewSet, "deviceclass"),
     ("resource-slices", views.ResourceSliceViewSet, "resourceslice"),
-    ("mirror-status", views.MirrorStatusViewSet, "mirrorstatus"),
 ]

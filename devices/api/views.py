@@ -1,5 +1,5 @@
 """Read-only API of the cluster mirror: nodes, devices (and their streamed export), device
-classes, resource slices, and the mirror's health for portal admins.
+classes, resource slices.
 
 Lists use the pages' FilterSets (STYLE §6) and the same per-row annotations, so a page of
 the API costs a constant number of queries.
@@ -18,7 +18,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import renderers, viewsets
 from rest_framework.decorators import action
-from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 
 from devices.filtersets import (
@@ -31,7 +30,6 @@ from devices.models import (
     Device,
     DeviceClass,
     DeviceClassMatch,
-    MirrorStatus,
     Node,
     ResourceSlice,
 )
@@ -40,7 +38,6 @@ from devices.tables import gpu_models_by_node, with_device_counts
 from .serializers import (
     DeviceClassSerializer,
     DeviceSerializer,
-    MirrorStatusSerializer,
     NodeSerializer,
     ResourceSliceSerializer,
 )
@@ -48,7 +45,6 @@ from .serializers import (
 __all__ = [
     "DeviceClassViewSet",
     "DeviceViewSet",
-    "MirrorStatusViewSet",
     "NodeViewSet",
     "ResourceSliceViewSet",
 ]
@@ -167,12 +163,3 @@ class ResourceSliceViewSet(viewsets.ReadOnlyModelViewSet):
     lookup_field = "name"
     lookup_value_regex = NAME
     queryset = ResourceSlice.objects.all()
-
-
-class MirrorStatusViewSet(viewsets.ReadOnlyModelViewSet):
-    """Each watcher's progress: portal admins only."""
-
-    serializer_class = MirrorStatusSerializer
-    permission_classes = [IsAdminUser]
-    lookup_field = "kind"
-    queryset = MirrorStatus.objects.all()

@@ -3,7 +3,7 @@
 from devices.models.class_matches import DeviceClassMatch
 from devices.models.device_classes import DeviceClass
 from devices.models.devices import Device, DeviceState
-from devices.models.mirror import MirroredObject, MirrorStatus, NamespacedQuerySet
+from devices.models.mirror import MirroredObject, NamespacedQuerySet
 from devices.models.namespaces import Namespace
 from devices.models.nodes import Node
 from devices.models.pods import Pod
@@ -14,7 +14,6 @@ __all__ = [
     "DeviceClass",
     "DeviceClassMatch",
     "DeviceState",
-    "MirrorStatus",
     "MirroredObject",
     "Namespace",
     "NamespacedQuerySet",

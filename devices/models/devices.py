@@ -95,7 +95,7 @@ class Device(models.Model):
     consumes_counters = models.JSONField(default=list, blank=True)
     taints = models.JSONField(default=list, blank=True)
     is_tainted = models.BooleanField(default=False)
-    # Kept by the mirror (devices.mirror.states) from taints and the claims' allocation results.
+    # Kept by the mirror (mirror.states) from taints and the claims' allocation results.
     state = models.CharField(
         max_length=20,
         choices=DeviceState.choices,

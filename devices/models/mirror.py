@@ -1,4 +1,4 @@
-"""What every mirrored object has, and the per-kind health of the mirror."""
+"""What every mirrored object has: the common columns and the tenant-namespace gate."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.db import models
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
-__all__ = ["MirrorStatus", "MirroredObject", "NamespacedQuerySet"]
+__all__ = ["MirroredObject", "NamespacedQuerySet"]
 
 
 class NamespacedQuerySet(models.QuerySet):
@@ -54,38 +54,3 @@ class MirroredObject(models.Model):
     @property
     def labels(self) -> dict[str, str]:
         return self.raw.get("metadata", {}).get("labels") or {}
-
-
-class MirrorStatus(models.Model):
-    """How far the mirror of one kind is behind the cluster, and what went wrong last."""
-
-    class State(models.TextChoices):
-        NEVER_SYNCED = "never_synced", "Never synced"
-        LISTING = "listing", "Listing"
-        WATCHING = "watching", "Watching"
-        BACKING_OFF = "backing_off", "Backing off"
-        STOPPED = "stopped", "Stopped"
-
-    kind = models.CharField(max_length=64, unique=True)
-    state = models.CharField(max_length=20, choices=State.choices, default=State.NEVER_SYNCED)
-    resource_version = models.CharField(max_length=64, blank=True)
-    events_total = models.PositiveBigIntegerField(default=0)
-    relists_total = models.PositiveIntegerField(default=0)
-    error_count = models.PositiveIntegerField(default=0)
-    last_error = models.TextField(blank=True)
-    last_error_at = models.DateTimeField(null=True, blank=True)
-    last_event_at = models.DateTimeField(null=True, blank=True)
-    last_list_at = models.DateTimeField(null=True, blank=True)
-    last_list_seconds = models.FloatField(null=True, blank=True)
-    lag_seconds = models.FloatField(
-        null=True, blank=True, help_text="Event received → row committed, last batch."
-    )
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    watcher = models.CharField(max_length=200, blank=True, help_text="Who holds the watch.")
-
-    class Meta:
-        ordering = ["kind"]
-        verbose_name_plural = "mirror statuses"
-
-    def __str__(self) -> str:
-        return f"{self.kind}: {self.get_state_display()}"

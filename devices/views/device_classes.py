@@ -1,7 +1,7 @@
 """Device class pages: every class, and one class's selectors and config.
 
 "Matching devices" are those every selector of the class accepts, as the allocator's CEL
-evaluates them (``devices.mirror.classes``), free or not.
+evaluates them (``mirror.classes``), free or not.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from django.shortcuts import get_object_or_404, render
 from django_tables2 import RequestConfig
 
 from devices.filtersets import DeviceClassFilterSet, drivers_named_by
-from devices.mirror.classes import class_selector_errors
 from devices.models import Device, DeviceClass, DeviceClassMatch
 from devices.tables import DeviceClassTable
 from devices.views.devices import pretty_json
+from mirror.classes import class_selector_errors
 from portal.htmx import render_page
 
 __all__ = ["deviceclass_detail", "deviceclass_list", "devices_per_class"]

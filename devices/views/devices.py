@@ -18,11 +18,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django_tables2 import RequestConfig
 
-from claims.allocator.quantity import QuantityError, parse_quantity
 from claims.models import AllocatedDevice, ResourceClaim
 from devices.filtersets import DeviceFilterSet
 from devices.models import Device, DeviceClass, DeviceState, Pod, SharedCounterSet
 from devices.tables import DeviceTable, human_bytes
+from dra.quantity import QuantityError, parse_quantity
 from portal.htmx import render_page, wants_fragment
 
 __all__ = [

@@ -5,6 +5,7 @@ from rest_framework.routers import DefaultRouter
 
 from claims.api.urls import ROUTES as CLAIM_ROUTES
 from devices.api.urls import ROUTES as DEVICE_ROUTES
+from mirror.api import ROUTES as MIRROR_ROUTES
 from portal.api import views
 
 app_name = "api"
@@ -13,7 +14,7 @@ router = DefaultRouter()
 router.register("tenants", views.TenantViewSet, basename="tenant")
 router.register("quotas", views.QuotaViewSet, basename="quota")
 router.register("audit-events", views.AuditEventViewSet, basename="auditevent")
-for prefix, viewset, basename in [*DEVICE_ROUTES, *CLAIM_ROUTES]:
+for prefix, viewset, basename in [*DEVICE_ROUTES, *CLAIM_ROUTES, *MIRROR_ROUTES]:
     router.register(prefix, viewset, basename=basename)
 
 urlpatterns = [

@@ -1,4 +1,4 @@
-"""An emulator per test, and a `devices.cluster.Cluster` talking to it over HTTP."""
+"""An emulator per test, and a `mirror.cluster.Cluster` talking to it over HTTP."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from apiemulator import Emulator
-from devices.cluster import Cluster, ClusterConfig
+from mirror.cluster import Cluster, ClusterConfig
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 

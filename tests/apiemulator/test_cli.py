@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from devices.cluster import Cluster, ClusterConfig, Kind
+from mirror.cluster import Cluster, ClusterConfig, Kind
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from apiemulator import Emulator
-from devices.cluster import (
+from mirror.cluster import (
     AlreadyExists,
     Cluster,
     Conflict,

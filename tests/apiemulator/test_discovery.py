@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from apiemulator import Emulator
-from devices.cluster import Cluster, ClusterConfig
+from mirror.cluster import Cluster, ClusterConfig
 
 
 def fetch(emulator: Emulator, path: str, method: str = "GET") -> tuple[int, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from apiemulator import Emulator
-from devices.cluster import Cluster, ClusterConfig, Gone, Kind, NotFound, Unavailable
+from mirror.cluster import Cluster, ClusterConfig, Gone, Kind, NotFound, Unavailable
 
 
 def control(emulator: Emulator, method: str, path: str, body: Any = None) -> Any:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from apiemulator import Emulator
-from devices.cluster import Cluster, Kind
+from mirror.cluster import Cluster, Kind
 
 FILES = [
     "deviceclasses.json",

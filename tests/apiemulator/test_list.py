@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from apiemulator import Emulator
-from devices.cluster import Cluster, Gone, Invalid, Kind
+from mirror.cluster import Cluster, Gone, Invalid, Kind
 
 
 def slice_(name: str, node: str, driver: str, labels: dict[str, str]) -> dict[str, Any]:

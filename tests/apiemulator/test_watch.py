@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from apiemulator import Emulator
-from devices.cluster import Cluster, ClusterConfig, Gone, Kind, Unavailable
+from mirror.cluster import Cluster, ClusterConfig, Gone, Kind, Unavailable
 
 
 def claim(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from devices.mirror.classes import refresh_class_matches
-from devices.mirror.store import load
+from mirror.classes import refresh_class_matches
+from mirror.store import load
 
 FIXTURES = Path(__file__).resolve().parents[2] / "devices" / "fixtures"
 

@@ -39,8 +39,8 @@ def test_a_class_page_shows_its_selectors_and_extended_resource(client_as, alice
 def test_a_class_with_a_broken_selector_says_so_and_matches_nothing(
     client_as, alice, mirrored_cluster
 ):
-    from devices.mirror.classes import refresh_class_matches
     from devices.models import DeviceClass
+    from mirror.classes import refresh_class_matches
 
     broken = DeviceClass.objects.get(name="gpu.example.com")
     broken.selectors = [{"cel": {"expression": "device.driver == "}}]

@@ -8,7 +8,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from devices.models import Device, MirrorStatus
+from devices.models import Device
+from mirror.models import MirrorStatus
 
 pytestmark = pytest.mark.django_db
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from apiemulator import Emulator
-from devices.cluster import Cluster, ClusterConfig, Kind
-from devices.mirror.mapping import normalized
-from devices.mirror.store import MODELS
+from mirror.cluster import Cluster, ClusterConfig, Kind
+from mirror.mapping import normalized
+from mirror.store import MODELS
 
 FIXTURES = Path(__file__).resolve().parents[2] / "devices" / "fixtures"
 

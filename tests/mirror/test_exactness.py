@@ -18,10 +18,11 @@ import pytest
 from django.db import connection
 from django.db.models import F
 
-from devices.cluster import Cluster, ClusterConfig, Conflict, Kind, NotFound, Unavailable
-from devices.mirror.reflector import Reflector
-from devices.mirror.states import computed_state
-from devices.models import Device, MirrorStatus
+from devices.models import Device
+from mirror.cluster import Cluster, ClusterConfig, Conflict, Kind, NotFound, Unavailable
+from mirror.models import MirrorStatus
+from mirror.reflector import Reflector
+from mirror.states import computed_state
 from tests.mirror.conftest import cluster_state, fixture_objects, mirror_state
 
 KINDS = [Kind.RESOURCE_SLICES, Kind.DEVICE_CLASSES, Kind.RESOURCE_CLAIMS]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from devices.cluster import Kind
-from devices.mirror.mapping import map_object
+from mirror.cluster import Kind
+from mirror.mapping import map_object
 from tests.mirror.conftest import fixture_objects
 
 KIND_OF = {

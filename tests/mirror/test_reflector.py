@@ -7,10 +7,11 @@ import time
 
 import pytest
 
-from devices.cluster import Kind
-from devices.mirror import store
-from devices.mirror.reflector import Reflector
-from devices.models import Device, MirrorStatus, ResourceSlice
+from devices.models import Device, ResourceSlice
+from mirror import store
+from mirror.cluster import Kind
+from mirror.models import MirrorStatus
+from mirror.reflector import Reflector
 from tests.mirror.conftest import cluster_state, mirror_state
 
 
@@ -111,13 +112,13 @@ def test_a_watcher_killed_mid_batch_resumes_without_loss_or_duplication(cluster,
         calls["n"] += 1
         raise SystemExit("killed mid-batch")
 
-    monkeypatch.setattr("devices.mirror.reflector.apply_events", dying_apply)
+    monkeypatch.setattr("mirror.reflector.apply_events", dying_apply)
     with pytest.raises(SystemExit):
         reflector.run(seconds=2)
     assert calls["n"] == 1
     # The batch rolled back with its resourceVersion: the mirror is still at the list.
     assert ResourceSlice.objects.count() == 15
-    monkeypatch.setattr("devices.mirror.reflector.apply_events", real_apply)
+    monkeypatch.setattr("mirror.reflector.apply_events", real_apply)
 
     restarted = Reflector(Kind.RESOURCE_SLICES, cluster, watch_seconds=1)
     assert restarted.resource_version == reflector.resource_version

@@ -7,9 +7,9 @@ import copy
 import pytest
 
 from claims.models import ResourceClaim
-from devices.cluster import Kind
-from devices.mirror.store import apply_events, delete_missing, load
 from devices.models import Device, ResourceSlice
+from mirror.cluster import Kind
+from mirror.store import apply_events, delete_missing, load
 from tests.mirror.conftest import fixture_objects
 
 

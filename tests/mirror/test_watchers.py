@@ -7,11 +7,11 @@ import uuid
 
 import pytest
 
-from devices import tasks
-from devices.cluster import Kind
-from devices.mirror.locks import LocalWatcherLock, RedisWatcherLock, watcher_lock
-from devices.mirror.mapping import MIRRORED_KINDS
-from devices.mirror.watchers import run_watcher
+from mirror import tasks
+from mirror.cluster import Kind
+from mirror.locks import LocalWatcherLock, RedisWatcherLock, watcher_lock
+from mirror.mapping import MIRRORED_KINDS
+from mirror.watchers import run_watcher
 
 
 @pytest.fixture
@@ -115,7 +115,8 @@ def test_the_watch_task_mirrors_then_hands_over(emulator, settings, monkeypatch)
         tasks.watch_kind, "apply_async", lambda args, queue: handed_over.append(args)
     )
     assert tasks.watch_kind.run(Kind.DEVICE_CLASSES.value) == "ran"
-    from devices.models import DeviceClass, MirrorStatus
+    from devices.models import DeviceClass
+    from mirror.models import MirrorStatus
 
     assert DeviceClass.objects.count() == 6
     assert handed_over == [(Kind.DEVICE_CLASSES.value,)]
@@ -127,7 +128,7 @@ def test_an_unreachable_cluster_configuration_is_reported_on_the_status(settings
     settings.KUBE_API_SERVER = ""
     settings.KUBECONFIG = str(tmp_path / "missing-kubeconfig")
     assert tasks.watch_kind.run(Kind.NODES.value) == "failed"
-    from devices.models import MirrorStatus
+    from mirror.models import MirrorStatus
 
     status = MirrorStatus.objects.get(kind="nodes")
     assert status.error_count == 1

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from devices.models import Device, MirrorStatus, ResourceSlice
+from devices.models import Device, ResourceSlice
+from mirror.models import MirrorStatus
 from portal.models import AuditEvent
 from portal.services.api_tokens import issue_api_token
 from tests.devices.cluster_data import load_fixture_cluster

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from claims.allocator import run_case
+from dra.allocator import run_case
 
 
 class Command(BaseCommand):

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from devices.mirror.watchers import start_embedded_watchers
+from mirror.watchers import start_embedded_watchers
 
 FIXTURES = Path(settings.BASE_DIR) / "devices" / "fixtures"
 # Namespaces and nodes first, so they keep their labels when the claims and slices arrive.

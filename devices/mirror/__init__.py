@@ -1,2 +1,0 @@
-"""The cluster mirror: API objects → rows (``mapping``, pure), rows written (``store``), and the
-list+watch loop that feeds them (``reflector``)."""

@@ -1,0 +1,29 @@
+"""The DRA structured allocator: pure functions over resource.k8s.io/v1 JSON, no ORM, no I/O.
+
+Entry points for the portal:
+
+* :func:`run_case` — the ``manage.py allocate`` contract (one case dict → one output dict);
+* :func:`build_cluster` + :meth:`Cluster.allocate` — repeated allocations against one
+  inventory, choosing the node when none is given (:meth:`Cluster.commit` records results);
+* :func:`explain_case` — per-request reasons when claims cannot be allocated;
+* :func:`preview_selector` — which devices a CEL selector matches, and errors.
+"""
+
+from dra.allocator.cluster import Cluster, NodeOutcome
+from dra.allocator.contract import build_cluster, outcome_json, run_case
+from dra.allocator.explain import RequestExplanation, explain_case, preview_selector
+from dra.allocator.search import AllocationError
+from dra.features import Features
+
+__all__ = [
+    "AllocationError",
+    "Cluster",
+    "Features",
+    "NodeOutcome",
+    "RequestExplanation",
+    "build_cluster",
+    "explain_case",
+    "outcome_json",
+    "preview_selector",
+    "run_case",
+]

@@ -1,0 +1,379 @@
+"""Cluster-wide search: which node can satisfy the claims, without trying all of them.
+
+Nodes are tried in **node-name order** and the first node whose allocation succeeds wins. That
+is the harness semantics of dra-semantics §3 (the scheduler filters every node; our contract
+needs one deterministic answer, and name order is the one a reader can predict). If no node
+succeeds, the outcome is the error of the first node (in that order) that failed with an error,
+otherwise "unsatisfiable".
+
+To avoid a full allocation attempt on each of thousands of nodes, :class:`Cluster` keeps
+indexes that survive across calls: devices grouped by the values each selector reads (so a
+selector runs once per distinct device shape), the set of devices matching each request's
+class + request selectors, and devices per node. A node is skipped only when that is provably
+the same as trying it: some request needs more devices than the node has free matching ones,
+and nothing the node can see could raise an error (no selector error on a visible device, no
+invalid pool). Claims with ``All`` requests are always tried node by node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from dra.allocator.constraints import lookup_attribute
+from dra.allocator.pools import Inventory, device_matches_node
+from dra.allocator.search import (
+    AllocatedState,
+    AllocationError,
+    CaseData,
+    ClaimAllocation,
+    NodeAllocation,
+)
+from dra.cel import CelCompileError, CelRuntimeError, compile_selector
+from dra.features import Features
+from dra.model import DeviceClass, ExactRequest, Node, ResourceClaim, ResourceSlice
+
+__all__ = ["Cluster", "NodeOutcome"]
+
+
+@dataclass(slots=True)
+class NodeOutcome:
+    """What happened: allocations on ``node``, or unsatisfiable (both None), or ``error``."""
+
+    node: Node | None
+    allocations: list[ClaimAllocation] | None
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class _Matches:
+    """Devices (by uid) passing every selector of a (sub)request, and those raising errors."""
+
+    passing: set[int]
+    errors: set[int]
+    compile_error: bool
+    free: set[int] | None = None  # passing minus devices in use; kept current by commit()
+
+
+@dataclass(slots=True)
+class _Need:
+    """One way to satisfy a request: ``count`` devices out of ``matches``."""
+
+    count: int
+    matches: _Matches
+    admin: bool
+    attributes: tuple[str, ...]  # matchAttribute constraints covering the request
+
+
+@dataclass(slots=True)
+class Cluster:
+    """A long-lived view of the inventory for repeated allocations (benchmarks, the portal)."""
+
+    features: Features
+    classes: dict[str, DeviceClass]
+    inventory: Inventory
+    nodes: list[Node]
+    allocated: AllocatedState = field(default_factory=AllocatedState)
+    _groups: dict[frozenset[tuple[str, ...]], dict[tuple[object, ...], list[int]]] = field(
+        default_factory=dict
+    )
+    _matches: dict[tuple[tuple[str | None, ...], tuple[str | None, ...]], _Matches] = field(
+        default_factory=dict
+    )
+    _case: CaseData | None = None
+    _suspicious_pools: set[tuple[str, str]] = field(default_factory=set)
+    _visible: dict[str, frozenset[int]] = field(default_factory=dict)
+    _suspicious_nodes: dict[str, bool] = field(default_factory=dict)
+    _uids_by_key: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
+    _busy: set[int] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.nodes = sorted(self.nodes, key=lambda node: node.name)
+        self._suspicious_pools = self._pools_that_may_be_invalid()
+        for resource_slice, device in self.inventory.devices:
+            key = (resource_slice.driver, resource_slice.pool_name, device.name)
+            self._uids_by_key.setdefault(key, []).append(device.uid)
+        for key in self.allocated.in_use:
+            self._busy.update(self._uids_by_key.get(key, ()))
+
+    def case(self, claims: list[ResourceClaim] | None = None) -> CaseData:
+        """The shared case data (device inputs stay cached); ``claims`` replaces the claims."""
+        if self._case is None:
+            self._case = CaseData(self.features, self.classes, self.inventory, self.allocated, [])
+        if claims is not None:
+            self._case.claims = claims
+        return self._case
+
+    def commit(self, allocations: Iterable[ClaimAllocation]) -> None:
+        """Record allocations as in use, so later calls see them (like a written claim status)."""
+        for allocation in allocations:
+            for result in allocation.results:
+                if result.admin_access:
+                    continue
+                if result.share_id is not None:
+                    totals = self.allocated.consumed.setdefault(result.candidate.key, {})
+                    for name, amount in (result.consumed_capacity or {}).items():
+                        totals[name] = totals.get(name, 0) + amount.value
+                else:
+                    self.allocated.in_use.add(result.candidate.key)
+                    taken = self._uids_by_key.get(result.candidate.key, ())
+                    self._busy.update(taken)
+                    for matches in self._matches.values():
+                        if matches.free is not None:
+                            matches.free.difference_update(taken)
+
+    # --- indexes -------------------------------------------------------------------------------
+
+    def _pools_that_may_be_invalid(self) -> set[tuple[str, str]]:
+        suspicious = set()
+        for pool_key, slices in self.inventory.by_pool.items():
+            by_generation: dict[int, list[ResourceSlice]] = {}
+            for resource_slice in slices:
+                by_generation.setdefault(resource_slice.generation, []).append(resource_slice)
+            for generation_slices in by_generation.values():
+                names = [device.name for item in generation_slices for device in item.devices]
+                counters = any(item.shared_counters for item in generation_slices) or any(
+                    device.consumes_counters
+                    for item in generation_slices
+                    for device in item.devices
+                )
+                if len(names) != len(set(names)) or counters:
+                    suspicious.add(pool_key)
+        return suspicious
+
+    def _grouping(self, paths: frozenset[tuple[str, ...]]) -> dict[tuple[object, ...], list[int]]:
+        groups = self._groups.get(paths)
+        if groups is None:
+            selector_paths = sorted(paths)
+            case = self.case()
+            groups = {}
+            from dra.cel import _getter  # the projection the result cache uses
+
+            getters = [_getter(path) for path in selector_paths]
+            for resource_slice, device in self.inventory.devices:
+                device_view = case.input_for(resource_slice, device)
+                if device_view.conversion_error is not None:
+                    key: tuple[object, ...] = ("error", device.uid)
+                else:
+                    key = tuple(getter(device_view) for getter in getters)
+                groups.setdefault(key, []).append(device.uid)
+            self._groups[paths] = groups
+        return groups
+
+    def _selector_matches(
+        self, selectors: tuple[str | None, ...], candidates: set[int] | None
+    ) -> _Matches:
+        passing = set(range(len(self.inventory.devices))) if candidates is None else set(candidates)
+        errors: set[int] = set()
+        compile_error = False
+        case = self.case()
+        for expression in selectors:
+            if expression is None:
+                continue
+            selector = compile_selector(expression)
+            if selector.error is not None or selector.reads is None:
+                errors |= passing
+                return _Matches(set(), errors, True)
+            kept: set[int] = set()
+            for uids in self._grouping(
+                selector.reads.paths if selector.reads.parsed else frozenset({("all",)})
+            ).values():
+                inside = [uid for uid in uids if uid in passing]
+                if not inside:
+                    continue
+                resource_slice, device = self.inventory.devices[inside[0]]
+                try:
+                    matched = selector.matches(case.input_for(resource_slice, device))
+                except (CelRuntimeError, CelCompileError):
+                    errors.update(inside)
+                    continue
+                if matched:
+                    kept.update(inside)
+            passing = kept
+        return _Matches(passing, errors, compile_error)
+
+    def _request_matches(self, device_class: DeviceClass | None, request: ExactRequest) -> _Matches:
+        class_selectors = device_class.selectors if device_class is not None else ()
+        key = (class_selectors, request.selectors)
+        found = self._matches.get(key)
+        if found is None:
+            by_class = self._selector_matches(class_selectors, None)
+            by_request = self._selector_matches(request.selectors, by_class.passing)
+            found = _Matches(
+                by_request.passing,
+                by_class.errors | by_request.errors,
+                by_class.compile_error or by_request.compile_error,
+            )
+            self._matches[key] = found
+        return found
+
+    # --- search --------------------------------------------------------------------------------
+
+    def _visible_uids(self, node: Node) -> frozenset[int]:
+        """Devices of slices the node may see (over-approximation: every generation)."""
+        cached = self._visible.get(node.name)
+        if cached is not None:
+            return cached
+        uids: list[int] = []
+        for resource_slice in self.inventory.by_node.get(node.name, []):
+            uids.extend(device.uid for device in resource_slice.devices)
+        for resource_slice in self.inventory.shared:
+            if resource_slice.per_device_node_selection:
+                uids.extend(
+                    device.uid
+                    for device in resource_slice.devices
+                    if device_matches_node(device, node)
+                )
+            elif resource_slice.all_nodes or (
+                resource_slice.node_selector is not None
+                and resource_slice.node_selector.matches(node)
+            ):
+                uids.extend(device.uid for device in resource_slice.devices)
+        cached = frozenset(uids)
+        self._visible[node.name] = cached
+        return cached
+
+    def _may_see_suspicious_pool(self, node: Node) -> bool:
+        if not self._suspicious_pools:
+            return False
+        cached = self._suspicious_nodes.get(node.name)
+        if cached is None:
+            cached = any(
+                (resource_slice.driver, resource_slice.pool_name) in self._suspicious_pools
+                for resource_slice in self.inventory.slices_for_node(node.name)
+            )
+            self._suspicious_nodes[node.name] = cached
+        return cached
+
+    def _needs(self, claims: list[ResourceClaim]) -> list[list[_Need]] | None:
+        """Per request, what each alternative needs; None: no pre-filtering possible."""
+        needs = []
+        for claim in claims:
+            for request in claim.requests:
+                alternatives = (
+                    [request.exactly]
+                    if request.exactly is not None
+                    else list(request.first_available)
+                )
+                options = []
+                for alternative in alternatives:
+                    if alternative is None or alternative.allocation_mode != "ExactCount":
+                        return None
+                    device_class = self.classes.get(alternative.device_class_name)
+                    matches = self._request_matches(device_class, alternative)
+                    sub = alternative.name if request.exactly is None else None
+                    attributes = tuple(
+                        constraint.match_attribute
+                        for constraint in claim.constraints
+                        if constraint.match_attribute and constraint.applies_to(request.name, sub)
+                    )
+                    options.append(
+                        _Need(
+                            alternative.count, matches, bool(alternative.admin_access), attributes
+                        )
+                    )
+                needs.append(options)
+        return needs
+
+    def _cannot_fit(self, node: Node, needs: list[list[_Need]]) -> bool:
+        """True when some request certainly fails on the node and nothing there can error.
+
+        A request covered by ``matchAttribute`` constraints needs ``count`` usable devices that
+        agree on all those attributes (a necessary condition; the search decides the rest).
+        """
+        visible = self._visible_uids(node)
+        for options in needs:
+            for need in options:
+                if need.matches.errors and not need.matches.errors.isdisjoint(visible):
+                    return False
+        devices = self.inventory.devices
+        for options in needs:
+            fits = False
+            for need in options:
+                matches = need.matches
+                if need.admin:
+                    usable = visible & matches.passing
+                else:
+                    if matches.free is None:
+                        matches.free = matches.passing - self._busy
+                    usable = visible & matches.free
+                if need.attributes and len(usable) >= need.count:
+                    groups: dict[tuple[object, ...], int] = {}
+                    for uid in sorted(usable):
+                        resource_slice, device = devices[uid]
+                        values = tuple(
+                            lookup_attribute(device, resource_slice.driver, name)
+                            for name in need.attributes
+                        )
+                        if None not in values:
+                            groups[values] = groups.get(values, 0) + 1
+                    largest = max(groups.values(), default=0)
+                else:
+                    largest = len(usable)
+                if largest >= need.count:
+                    fits = True
+                    break
+            if not fits:
+                return True
+        return False
+
+    def matching_devices(self, expression: str) -> tuple[list[str], list[str]]:
+        """Selector preview on the long-lived index: (matching device ids, runtime errors).
+
+        Raises :class:`CelCompileError` when the selector does not compile.
+        """
+        selector = compile_selector(expression)
+        if selector.error is not None:
+            raise selector.error
+        matches = self._selector_matches((expression,), None)
+        labels = []
+        for uid in sorted(matches.passing):
+            resource_slice, device = self.inventory.devices[uid]
+            labels.append(f"{resource_slice.driver}/{resource_slice.pool_name}/{device.name}")
+        errors = []
+        for uid in sorted(matches.errors):
+            resource_slice, device = self.inventory.devices[uid]
+            errors.append(f"{resource_slice.driver}/{resource_slice.pool_name}/{device.name}")
+        return labels, errors
+
+    def allocate(self, claims: list[ResourceClaim], node_name: str | None = None) -> NodeOutcome:
+        """Allocate the claims together on ``node_name``, or on the first node that works."""
+        case = self.case(claims)
+        if node_name is not None:
+            node = next((item for item in self.nodes if item.name == node_name), None)
+            if node is None:
+                return NodeOutcome(None, None, f"node {node_name} not found")
+            return self._try(case, node)
+        needs = None
+        if self.nodes:
+            try:
+                NodeAllocation(case, self.nodes[0], pools=[])._prepare()
+            except AllocationError as error:
+                return NodeOutcome(None, None, str(error))
+            needs = self._needs(claims)
+        first_error: str | None = None
+        for node in self.nodes:
+            if (
+                needs is not None
+                and not self._may_see_suspicious_pool(node)
+                and self._cannot_fit(node, needs)
+            ):
+                continue
+            outcome = self._try(case, node)
+            if outcome.allocations is not None:
+                return outcome
+            if outcome.error is not None and first_error is None:
+                first_error = outcome.error
+                if needs is not None and any(
+                    all(need.matches.compile_error and need.count > 0 for need in options)
+                    for options in needs
+                ):
+                    break  # a selector every candidate must run does not compile: no node can work
+        return NodeOutcome(None, None, first_error)
+
+    def _try(self, case: CaseData, node: Node) -> NodeOutcome:
+        try:
+            allocations = NodeAllocation(case, node).allocate()
+        except AllocationError as error:
+            return NodeOutcome(node, None, str(error))
+        return NodeOutcome(node, allocations)

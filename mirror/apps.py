@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class MirrorConfig(AppConfig):
+    name = "mirror"
+    verbose_name = "Cluster mirror"

@@ -1,0 +1,47 @@
+"""The mirror's health, for portal admins: each watcher's progress and the rows it wrote."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from mirror.mapping import MIRRORED_KINDS
+from mirror.models import MirrorStatus
+from mirror.store import MODELS
+
+__all__ = ["KindRows", "mirror_status", "rows_per_kind"]
+
+
+@dataclass(frozen=True)
+class KindRows:
+    kind: str
+    rows: int
+    malformed: int
+
+
+def rows_per_kind() -> list[KindRows]:
+    """Live row counts per mirrored kind, and how many rows were stored flagged as malformed
+    (``problems != []``): one query per kind."""
+    counts = []
+    for kind in MIRRORED_KINDS:
+        totals = MODELS[kind].objects.aggregate(
+            rows=Count("pk"), malformed=Count("pk", filter=~Q(problems=[]))
+        )
+        counts.append(KindRows(str(kind), totals["rows"], totals["malformed"]))
+    return counts
+
+
+@login_required
+def mirror_status(request: HttpRequest) -> HttpResponse:
+    if not request.user.is_staff:
+        raise PermissionDenied("The mirror's health is for portal admins.")
+    context = {
+        "statuses": list(MirrorStatus.objects.all()),
+        "kinds": rows_per_kind(),
+    }
+    return render(request, "mirror/mirrorstatus_list.html", context)

@@ -1,0 +1,61 @@
+"""``manage.py allocate``: JSON Lines in, one JSON line out per case, bad lines reported."""
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from django.core.management import call_command
+
+from .cases import case
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _call(text, tmp_path=None):
+    out = io.StringIO()
+    if tmp_path is None:
+        stdin = sys.stdin
+        sys.stdin = io.StringIO(text)
+        try:
+            call_command("allocate", stdout=out)
+        finally:
+            sys.stdin = stdin
+    else:
+        path = tmp_path / "cases.jsonl"
+        path.write_text(text)
+        call_command("allocate", "--input", str(path), stdout=out)
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_it_answers_each_line_in_order_and_survives_bad_lines(tmp_path):
+    lines = [
+        json.dumps(case()),
+        "{not json",
+        json.dumps([1, 2]),
+        json.dumps(dict(case(), name="second")),
+    ]
+    outputs = _call("\n".join(lines) + "\n", tmp_path)
+    assert [item["status"] for item in outputs] == ["allocated", "error", "error", "allocated"]
+    assert outputs[1]["name"] is None
+    assert outputs[3]["name"] == "second"
+
+
+def test_it_reads_stdin():
+    outputs = _call(json.dumps(dict(case(), name="from-stdin")) + "\n")
+    assert outputs == [{**outputs[0], "name": "from-stdin", "status": "allocated"}]
+
+
+def test_it_runs_as_a_subprocess_without_a_database():
+    body = json.dumps(dict(case(), name="sub")) + "\n"
+    completed = subprocess.run(
+        [sys.executable, "manage.py", "allocate"],
+        input=body,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=True,
+    )
+    assert json.loads(completed.stdout.splitlines()[0])["status"] == "allocated"
