@@ -14,7 +14,7 @@ from claims.access import get_claim_for_user
 from claims.filtersets import ResourceClaimFilterSet
 from claims.models import AllocatedDevice, ResourceClaim
 from claims.tables import ResourceClaimTable, claim_state_badge
-from devices.models import Device, Pod
+from devices.models import Pod
 from devices.views.devices import pretty_json
 from portal.htmx import render_page, wants_fragment
 
@@ -89,17 +89,8 @@ def _requests(claim: ResourceClaim) -> list[dict[str, Any]]:
 @login_required
 def resourceclaim_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
     claim = get_claim_for_user(request.user, namespace, name)
-    results = list(claim.allocated_devices.all())
-    keys = Q(pk__in=[])
-    for result in results:
-        keys |= Q(driver=result.driver, pool_name=result.pool, name=result.device)
-    devices = {
-        (d.driver, d.pool_name, d.name): d
-        for d in Device.objects.filter(keys).only("pk", "driver", "pool_name", "name", "node_name")
-    }
-    allocations = [
-        {"result": r, "device": devices.get((r.driver, r.pool, r.device))} for r in results
-    ]
+    results = claim.allocated_devices.select_related("device")
+    allocations = [{"result": r, "device": r.device} for r in results]
     consumers = list(claim.consumers.all())
     pods = {
         p.name: p

@@ -60,9 +60,7 @@ def state_badge(state: str) -> str:
 def _holds() -> QuerySet[AllocatedDevice]:
     """Allocation results that hold the outer device; admin access holds nothing."""
     return AllocatedDevice.objects.filter(
-        driver=OuterRef("driver"),
-        pool=OuterRef("pool_name"),
-        device=OuterRef("name"),
+        device=OuterRef("pk"),
         admin_access=False,
     )
 

@@ -293,7 +293,7 @@ def map_resource_claim(obj: dict[str, Any]) -> Mapped:
                 "request": str(result.get("request", ""))[:130],
                 "driver": result["driver"][:63],
                 "pool": result["pool"][:253],
-                "device": result["device"][:63],
+                "device_name": result["device"][:63],
                 "admin_access": result.get("adminAccess") is True,
                 "share_id": str(result.get("shareID") or "")[:64],
                 "consumed_capacity": result.get("consumedCapacity"),

@@ -29,7 +29,7 @@ def computed_state() -> Case:
     holds = AllocatedDevice.objects.filter(
         driver=OuterRef("driver"),
         pool=OuterRef("pool_name"),
-        device=OuterRef("name"),
+        device_name=OuterRef("name"),
         admin_access=False,
     )
     shared = holds.filter(~Q(share_id="") | Q(claim__consumer_count__gt=1))
@@ -46,7 +46,9 @@ def claim_device_keys(claim_filter: Q) -> set[DeviceKey]:
     """The devices named by the allocation results of the claims matching ``claim_filter``."""
     from claims.models import AllocatedDevice
 
-    return set(AllocatedDevice.objects.filter(claim_filter).values_list("driver", "pool", "device"))
+    return set(
+        AllocatedDevice.objects.filter(claim_filter).values_list("driver", "pool", "device_name")
+    )
 
 
 def refresh_states(devices: QuerySet[Device] | None = None, keys: Iterable[DeviceKey] = ()) -> int:
@@ -85,12 +87,12 @@ WITH wanted AS (
     WHEN d.is_tainted THEN 'tainted'
     WHEN EXISTS (
       SELECT 1 FROM claims_allocateddevice a JOIN claims_resourceclaim c ON c.id = a.claim_id
-      WHERE a.driver = d.driver AND a.pool = d.pool_name AND a.device = d.name
+      WHERE a.driver = d.driver AND a.pool = d.pool_name AND a.device_name = d.name
         AND NOT a.admin_access AND (a.share_id <> '' OR c.consumer_count > 1)
     ) THEN 'shared'
     WHEN EXISTS (
       SELECT 1 FROM claims_allocateddevice a
-      WHERE a.driver = d.driver AND a.pool = d.pool_name AND a.device = d.name
+      WHERE a.driver = d.driver AND a.pool = d.pool_name AND a.device_name = d.name
         AND NOT a.admin_access
     ) THEN 'allocated'
     ELSE 'free' END AS state

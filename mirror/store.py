@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, models, transaction
-from django.db.models import Q
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from claims.models import AllocatedDevice, ClaimConsumer, ResourceClaim, ResourceClaimTemplate
@@ -30,6 +30,7 @@ from devices.models import (
 from mirror.cluster import Kind
 from mirror.mapping import Mapped, map_object
 from mirror.states import DeviceKey, claim_device_keys, refresh_states
+from portal.models import TenantNamespace
 
 __all__ = [
     "MODELS",
@@ -76,7 +77,7 @@ ALLOCATED_DEVICE_FIELDS = [
     "request",
     "driver",
     "pool",
-    "device",
+    "device_name",
     "admin_access",
     "share_id",
     "consumed_capacity",
@@ -128,7 +129,7 @@ def stored_versions(kind: Kind, uids: Iterable[str] | None = None) -> dict[str, 
 
 def _model_fields(model: type[models.Model]) -> list[str]:
     return [
-        f.name
+        f.attname
         for f in model._meta.concrete_fields
         if not f.primary_key and f.name not in ("uid", "mirrored_at")
     ]
@@ -153,6 +154,8 @@ def upsert(kind: Kind, mapped: list[Mapped]) -> Applied:
     fields = _model_fields(model)
     existing = dict(model.objects.filter(uid__in=list(keyed)).values_list("uid", "pk"))
     rows = {uid: {**m.fields, "problems": m.problems} for uid, m in keyed.items()}
+    if kind == Kind.RESOURCE_CLAIMS:
+        _set_tenants(rows)
     writer.insert(
         model, ["uid", *fields, "mirrored_at"], [r for u, r in rows.items() if u not in existing]
     )
@@ -171,12 +174,45 @@ def upsert(kind: Kind, mapped: list[Mapped]) -> Applied:
         stored = {uid: keyed[uid] for uid in existing}
         if kind == Kind.RESOURCE_SLICES:
             _replace_slice_children(writer, keyed, stored, pks)
+            link_devices(
+                AllocatedDevice.objects.filter(
+                    driver__in={m.fields["driver"] for m in keyed.values()},
+                    pool__in={m.fields["pool_name"] for m in keyed.values()},
+                )
+            )
             refresh_states(Device.objects.filter(resource_slice_id__in=pks.values()))
         else:
             touched |= _replace_claim_children(writer, keyed, stored, pks)
             refresh_states(keys=touched)
     applied.written = len(keyed)
     return applied
+
+
+def _set_tenants(rows: dict[str, dict[str, Any]]) -> None:
+    """Sets each claim row's ``tenant_id``: the tenant owning its namespace, or None."""
+    owners = dict(
+        TenantNamespace.objects.filter(
+            name__in={row["namespace"] for row in rows.values()}
+        ).values_list("name", "tenant_id")
+    )
+    for row in rows.values():
+        row["tenant_id"] = owners.get(row["namespace"])
+
+
+def link_devices(results: QuerySet[AllocatedDevice]) -> int:
+    """Points allocation results at the mirrored device they name.
+
+    A pool being republished may list a device in slices of two generations for a moment: the
+    newest generation's row is the device. Results naming no mirrored device get null.
+    """
+    newest = (
+        Device.objects.filter(
+            driver=OuterRef("driver"), pool_name=OuterRef("pool"), name=OuterRef("device_name")
+        )
+        .order_by("-resource_slice__pool_generation", "pk")
+        .values("pk")[:1]
+    )
+    return results.update(device_id=Subquery(newest))
 
 
 def _free_reused_names(model: type[models.Model], keyed: dict[str, Mapped]) -> set[DeviceKey]:
@@ -290,8 +326,10 @@ def _replace_claim_children(
             for row in keyed[uid].children.get("consumers", [])
         ],
     )
+    if replace:
+        link_devices(AllocatedDevice.objects.filter(claim_id__in=[pks[uid] for uid in replace]))
     touched |= {
-        (row["driver"], row["pool"], row["device"])
+        (row["driver"], row["pool"], row["device_name"])
         for uid in replace
         for row in keyed[uid].children.get("allocated_devices", [])
     }
@@ -503,7 +541,18 @@ def delete_missing(kind: Kind, seen_uids: set[str], list_version: str = "") -> i
 def _delete(kind: Kind, uids: list[str]) -> None:
     """Deletes rows by uid; devices held by deleted claims get their state recomputed."""
     held = claim_device_keys(Q(claim__uid__in=uids)) if kind == Kind.RESOURCE_CLAIMS else set()
+    pools: set[tuple[str, str]] = set()
+    if kind == Kind.RESOURCE_SLICES:
+        pools = set(ResourceSlice.objects.filter(uid__in=uids).values_list("driver", "pool_name"))
     MODELS[kind].objects.filter(uid__in=uids).delete()
+    if pools:
+        # Results holding a deleted device now point at nothing, or at the same device in
+        # another slice of its pool.
+        link_devices(
+            AllocatedDevice.objects.filter(
+                driver__in={d for d, _ in pools}, pool__in={p for _, p in pools}
+            )
+        )
     refresh_states(keys=held)
 
 

@@ -11,6 +11,8 @@ __all__ = ["ResourceClaimSerializer"]
 
 
 class AllocatedDeviceSerializer(serializers.ModelSerializer):
+    device = serializers.CharField(source="device_name", read_only=True)
+
     class Meta:
         model = AllocatedDevice
         fields = [

@@ -5,7 +5,9 @@ from __future__ import annotations
 from django.db import models
 from django.urls import reverse
 
+from devices.models import Device
 from devices.models.mirror import MirroredObject, NamespacedQuerySet
+from portal.models import Tenant
 
 __all__ = ["AllocatedDevice", "ClaimConsumer", "ResourceClaim", "ResourceClaimQuerySet"]
 
@@ -28,6 +30,15 @@ class ResourceClaim(MirroredObject):
         DELETING = "deleting", "Deleting"
 
     namespace = models.CharField(max_length=63, db_index=True)
+    # The tenant owning the namespace, kept by the mirror and by tenant-namespace changes
+    # (``claims.signals``); null for namespaces no tenant owns.
+    tenant = models.ForeignKey(
+        Tenant,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="resource_claims",
+    )
     is_allocated = models.BooleanField(default=False)
     is_deleting = models.BooleanField(default=False)
     consumer_count = models.PositiveIntegerField(default=0)
@@ -70,7 +81,12 @@ class ResourceClaim(MirroredObject):
 
 
 class AllocatedDevice(models.Model):
-    """One ``status.allocation.devices.results`` entry of a claim."""
+    """One ``status.allocation.devices.results`` entry of a claim.
+
+    ``driver``/``pool``/``device_name`` are the result as written; ``device`` links the mirrored
+    device they name, kept by the mirror (null while the device's slice is not mirrored, e.g. a
+    claim that arrives before its slice, or a slice being re-created).
+    """
 
     claim = models.ForeignKey(
         ResourceClaim, on_delete=models.CASCADE, related_name="allocated_devices"
@@ -78,17 +94,25 @@ class AllocatedDevice(models.Model):
     request = models.CharField(max_length=130)  # "<request>" or "<request>/<subrequest>"
     driver = models.CharField(max_length=63)
     pool = models.CharField(max_length=253)
-    device = models.CharField(max_length=63)
+    device_name = models.CharField(max_length=63)
+    device = models.ForeignKey(
+        Device, null=True, blank=True, on_delete=models.SET_NULL, related_name="allocations"
+    )
     admin_access = models.BooleanField(default=False)
     share_id = models.CharField(max_length=64, blank=True)
     consumed_capacity = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["claim", "id"]
-        indexes = [models.Index(fields=["driver", "pool", "device"])]
+        indexes = [models.Index(fields=["driver", "pool", "device_name"])]
 
     def __str__(self) -> str:
-        return f"{self.claim}: {self.pool}/{self.device}"
+        return f"{self.claim}: {self.pool}/{self.device_name}"
+
+    @property
+    def holds_device(self) -> bool:
+        """Whether the result holds its device (admin-access results only observe it)."""
+        return not self.admin_access
 
 
 class ClaimConsumer(models.Model):

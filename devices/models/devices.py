@@ -20,6 +20,7 @@ class DeviceState(models.TextChoices):
     FREE = "free", "Free"
     ALLOCATED = "allocated", "Allocated"
     SHARED = "shared", "Shared"
+    BLOCKED = "blocked", "Blocked"
     TAINTED = "tainted", "Tainted"
 
 
@@ -34,7 +35,7 @@ class DeviceQuerySet(models.QuerySet["Device"]):
         results = AllocatedDevice.objects.filter(
             driver=OuterRef("driver"),
             pool=OuterRef("pool_name"),
-            device=OuterRef("name"),
+            device_name=OuterRef("name"),
             admin_access=False,
         )
         if shared is True:
@@ -54,7 +55,7 @@ class DeviceQuerySet(models.QuerySet["Device"]):
         multi = AllocatedDevice.objects.filter(
             driver=OuterRef("driver"),
             pool=OuterRef("pool_name"),
-            device=OuterRef("name"),
+            device_name=OuterRef("name"),
             admin_access=False,
             claim__consumer_count__gt=1,
         )
@@ -103,6 +104,9 @@ class Device(models.Model):
         db_default=DeviceState.FREE,
         db_index=True,
     )
+    # Why the device is in its state, in words ("held by team-a-dev/train-0", "counters used by
+    # gpu-0-mig-1g.5gb-0, ...", "2 of 8 shares' capacity used"); blank when free.
+    state_reason = models.CharField(max_length=500, blank=True, default="", db_default="")
     allow_multiple_allocations = models.BooleanField(default=False)
     # Derived from well-known attributes for filtering and display.
     device_type = models.CharField(max_length=63, blank=True)  # gpu, mig, channel, ...

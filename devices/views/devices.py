@@ -90,9 +90,7 @@ class Holder:
 def _holders(user: Any, device: Device) -> tuple[list[Holder], list[Holder]]:
     """(holders, admin-access holders) of the device."""
     results = list(
-        AllocatedDevice.objects.filter(
-            driver=device.driver, pool=device.pool_name, device=device.name
-        )
+        AllocatedDevice.objects.filter(device=device)
         .select_related("claim")
         .prefetch_related("claim__consumers")
     )

@@ -211,3 +211,42 @@ def test_a_metadata_only_claim_update_leaves_its_result_rows_alone():
     assert AllocatedDevice.objects.get().pk == row.pk
     assert ResourceClaim.objects.get().raw["metadata"]["labels"] == {"team": "a"}
     assert state_of("gpu-5") == "allocated"
+
+
+@pytest.mark.django_db
+def test_an_allocation_result_links_its_device_even_when_the_claim_arrives_first():
+    obj = h100_slice()
+    claim = claim_on(obj, "gpu-0", uid="c-1")
+    apply_events(Kind.RESOURCE_CLAIMS, [event("ADDED", claim, "5")])
+    result = ResourceClaim.objects.get().allocated_devices.get()
+    assert result.device is None
+    apply_events(Kind.RESOURCE_SLICES, [event("ADDED", obj, "10")])
+    result.refresh_from_db()
+    assert (result.device.pool_name, result.device.name) == (obj["spec"]["pool"]["name"], "gpu-0")
+
+
+@pytest.mark.django_db
+def test_a_recreated_slice_relinks_the_results_that_name_its_devices():
+    obj = h100_slice()
+    apply_events(Kind.RESOURCE_SLICES, [event("ADDED", obj, "10")])
+    apply_events(Kind.RESOURCE_CLAIMS, [event("ADDED", claim_on(obj, "gpu-3", uid="c-1"), "11")])
+    apply_events(Kind.RESOURCE_SLICES, [event("DELETED", obj, "12")])
+    result = ResourceClaim.objects.get().allocated_devices.get()
+    assert result.device is None
+    recreated = copy.deepcopy(obj)
+    recreated["metadata"]["uid"] = "recreated-slice"
+    apply_events(Kind.RESOURCE_SLICES, [event("ADDED", recreated, "13")])
+    result.refresh_from_db()
+    assert result.device.resource_slice.uid == "recreated-slice"
+    assert result.device.name == "gpu-3"
+
+
+@pytest.mark.django_db
+def test_a_claim_row_links_the_tenant_owning_its_namespace(alice):
+    from portal.models import TenantNamespace
+
+    apply_events(
+        Kind.RESOURCE_CLAIMS, [event("ADDED", claim_on(h100_slice(), "gpu-0", uid="c"), "5")]
+    )
+    claim = ResourceClaim.objects.get()
+    assert claim.tenant == TenantNamespace.objects.get(name="team-a-dev").tenant
