@@ -1,114 +1,116 @@
-"""``Device.state``: the state every list filters and shows, kept by the mirror.
+"""``Device.state`` and ``Device.state_reason``: what the allocator would do with each device.
 
-Computing it per query (does any claim hold this device? is that claim shared?) joined every
-device with every allocation on each page view. The store recomputes it instead, for exactly
-the devices a change can affect: the devices of changed slices, and the devices named in the
-results of changed or deleted claims, before and after the change.
+The mirror keeps both columns current for exactly the pools a change can affect: the pools of
+changed or deleted slices, and the pools named by the results of changed or deleted claims,
+before and after the change. A pool's states depend on each other (shared counters, pool
+validity), so a pool is always recomputed whole, with ``dra.allocator.availability`` — the
+allocator's own rules — from the slices' stored objects and the claims' result rows.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
+from typing import Any
 
-from django.db import connection
-from django.db.models import Case, CharField, Exists, F, OuterRef, Q, QuerySet, Value, When
+from django.apps import apps as global_apps
+from django.apps.registry import Apps
 
-from devices.models import Device, DeviceState
+from dra.allocator.availability import Availability, Holding, State, device_availability
+from dra.features import Features
+from dra.model import AllocatedDevice as Result
+from dra.model import InvalidObject, parse_slice
+from dra.quantity import QuantityError, parse_quantity
 
-__all__ = ["DeviceKey", "claim_device_keys", "computed_state", "refresh_states"]
+__all__ = ["PORTAL_FEATURES", "DeviceKey", "PoolKey", "refresh_all_states", "refresh_pools"]
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device name
-# Above this many keys one pass over every device is cheaper than narrowing.
-ALL_DEVICES_THRESHOLD = 5000
-
-
-def computed_state() -> Case:
-    """Tainted, then shared, then allocated, then free; admin-access results hold nothing."""
-    from claims.models import AllocatedDevice
-
-    holds = AllocatedDevice.objects.filter(
-        driver=OuterRef("driver"),
-        pool=OuterRef("pool_name"),
-        device_name=OuterRef("name"),
-        admin_access=False,
-    )
-    shared = holds.filter(~Q(share_id="") | Q(claim__consumer_count__gt=1))
-    return Case(
-        When(is_tainted=True, then=Value(DeviceState.TAINTED.value)),
-        When(Exists(shared), then=Value(DeviceState.SHARED.value)),
-        When(Exists(holds), then=Value(DeviceState.ALLOCATED.value)),
-        default=Value(DeviceState.FREE.value),
-        output_field=CharField(),
-    )
-
-
-def claim_device_keys(claim_filter: Q) -> set[DeviceKey]:
-    """The devices named by the allocation results of the claims matching ``claim_filter``."""
-    from claims.models import AllocatedDevice
-
-    return set(
-        AllocatedDevice.objects.filter(claim_filter).values_list("driver", "pool", "device_name")
-    )
-
-
-def refresh_states(devices: QuerySet[Device] | None = None, keys: Iterable[DeviceKey] = ()) -> int:
-    """Recomputes the state of ``devices`` and of the devices with ``keys``.
-
-    Call inside the transaction that changed claims or slices.
-    """
-    keys = set(keys)
-    updated = 0
-    if devices is not None:
-        updated += _update_changed(devices)
-    if len(keys) > ALL_DEVICES_THRESHOLD:
-        return updated + _update_changed(Device.objects.all())
-    if keys and connection.vendor == "postgresql":
-        updated += _refresh_keys_postgresql(sorted(keys))
-    elif keys:
-        # A superset (same pools and names) is refreshed: correct, and one indexed query.
-        candidates = Device.objects.filter(
-            pool_name__in={pool for _, pool, _ in keys}, name__in={name for _, _, name in keys}
-        )
-        updated += candidates.update(state=computed_state())
-    return updated
-
-
-def _update_changed(devices: QuerySet[Device]) -> int:
-    """Writes the state of the devices whose stored state is not the computed one."""
-    stale = devices.annotate(expected=computed_state()).exclude(state=F("expected"))
-    return Device.objects.filter(pk__in=stale.values("pk")).update(state=computed_state())
-
-
-# ``computed_state`` in SQL, for exactly the given keys, writing only rows whose state changes
-# (the exactness test compares the result with ``computed_state`` on PostgreSQL).
-_REFRESH_KEYS_SQL = """
-WITH wanted AS (
-  SELECT d.id, CASE
-    WHEN d.is_tainted THEN 'tainted'
-    WHEN EXISTS (
-      SELECT 1 FROM claims_allocateddevice a JOIN claims_resourceclaim c ON c.id = a.claim_id
-      WHERE a.driver = d.driver AND a.pool = d.pool_name AND a.device_name = d.name
-        AND NOT a.admin_access AND (a.share_id <> '' OR c.consumer_count > 1)
-    ) THEN 'shared'
-    WHEN EXISTS (
-      SELECT 1 FROM claims_allocateddevice a
-      WHERE a.driver = d.driver AND a.pool = d.pool_name AND a.device_name = d.name
-        AND NOT a.admin_access
-    ) THEN 'allocated'
-    ELSE 'free' END AS state
-  FROM devices_device d
-  JOIN unnest(%s::text[], %s::text[], %s::text[]) AS k(driver, pool, name)
-    ON d.driver = k.driver AND d.pool_name = k.pool AND d.name = k.name
+PoolKey = tuple[str, str]  # driver, pool
+# The DRA features of a current cluster (Kubernetes 1.36, the newest the allocator knows).
+PORTAL_FEATURES = Features(
+    admin_access=True,
+    prioritized_list=True,
+    partitionable_devices=True,
+    consumable_capacity=True,
+    device_taints=True,
 )
-UPDATE devices_device d SET state = wanted.state
-FROM wanted WHERE d.id = wanted.id AND d.state <> wanted.state
-"""
+POOLS_PER_QUERY = 500
 
 
-def _refresh_keys_postgresql(keys: list[DeviceKey]) -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _REFRESH_KEYS_SQL,
-            [[k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]],
+def refresh_pools(pools: Iterable[PoolKey], *, apps: Apps = global_apps) -> int:
+    """Recomputes the state of every device of ``pools``; returns the rows whose state changed.
+
+    Call inside the transaction that changed the slices or claims. ``apps`` lets a data
+    migration run it on its historical models.
+    """
+    pools = sorted(set(pools))
+    changed = 0
+    for start in range(0, len(pools), POOLS_PER_QUERY):
+        changed += _refresh_chunk(set(pools[start : start + POOLS_PER_QUERY]), apps)
+    return changed
+
+
+def refresh_all_states(*, apps: Apps = global_apps) -> int:
+    """Recomputes every device's state (after an upgrade that changed the rules)."""
+    resource_slice = apps.get_model("devices", "ResourceSlice")
+    return refresh_pools(
+        resource_slice.objects.values_list("driver", "pool_name").distinct(), apps=apps
+    )
+
+
+def _refresh_chunk(pools: set[PoolKey], apps: Apps) -> int:
+    resource_slice = apps.get_model("devices", "ResourceSlice")
+    device_model = apps.get_model("devices", "Device")
+    allocated = apps.get_model("claims", "AllocatedDevice")
+    drivers, names = {d for d, _ in pools}, {p for _, p in pools}
+    slices: list[Any] = []
+    unreadable: dict[int, str] = {}
+    slice_names: dict[int, str] = {}
+    for pk, name, driver, pool, raw in resource_slice.objects.filter(
+        driver__in=drivers, pool_name__in=names
+    ).values_list("pk", "name", "driver", "pool_name", "raw"):
+        if (driver, pool) not in pools:
+            continue
+        slice_names[pk] = name
+        try:
+            slices.append(parse_slice(raw, name))
+        except InvalidObject as error:
+            unreadable[pk] = f"slice unreadable: {error}"[:500]
+    holdings = [
+        Holding(_result(row[:6]), consumers=row[6])
+        for row in allocated.objects.filter(driver__in=drivers, pool__in=names).values_list(
+            "driver",
+            "pool",
+            "device_name",
+            "admin_access",
+            "share_id",
+            "consumed_capacity",
+            "claim__consumer_count",
         )
-        return cursor.rowcount
+        if (row[0], row[1]) in pools
+    ]
+    availability = device_availability(slices, holdings, PORTAL_FEATURES)
+    updates: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for pk, slice_id, name, state, reason in device_model.objects.filter(
+        resource_slice_id__in=list(slice_names)
+    ).values_list("pk", "resource_slice_id", "name", "state", "state_reason"):
+        wanted = availability.get((slice_names[slice_id], name)) or Availability(
+            State.BLOCKED, unreadable.get(slice_id, "not offered by its slice")
+        )
+        if (state, reason) != (wanted.state.value, wanted.reason):
+            updates[(wanted.state.value, wanted.reason)].append(pk)
+    for (state, reason), pks in updates.items():
+        device_model.objects.filter(pk__in=pks).update(state=state, state_reason=reason)
+    return sum(len(pks) for pks in updates.values())
+
+
+def _result(row: tuple[Any, ...]) -> Result:
+    driver, pool, device, admin_access, share_id, consumed = row
+    quantities = {}
+    if isinstance(consumed, dict):
+        for name, value in consumed.items():
+            try:
+                quantities[str(name)] = parse_quantity(str(value))
+            except QuantityError:
+                continue
+    return Result(driver, pool, device, bool(admin_access), share_id or None, quantities)

@@ -29,7 +29,7 @@ from devices.models import (
 )
 from mirror.cluster import Kind
 from mirror.mapping import Mapped, map_object
-from mirror.states import DeviceKey, claim_device_keys, refresh_states
+from mirror.states import DeviceKey, PoolKey, refresh_pools
 from portal.models import TenantNamespace
 
 __all__ = [
@@ -152,6 +152,14 @@ def upsert(kind: Kind, mapped: list[Mapped]) -> Applied:
     # A slice's raw object embeds its devices, whose rows repeat parts of it.
     writer = _Writer(embedded=("spec", "devices", "*", "*") if kind == Kind.RESOURCE_SLICES else ())
     fields = _model_fields(model)
+    if kind == Kind.RESOURCE_SLICES:
+        # A slice moving to another pool changes the pool it leaves, too.
+        touched |= {
+            (driver, pool, "")
+            for driver, pool in model.objects.filter(uid__in=list(keyed)).values_list(
+                "driver", "pool_name"
+            )
+        }
     existing = dict(model.objects.filter(uid__in=list(keyed)).values_list("uid", "pk"))
     rows = {uid: {**m.fields, "problems": m.problems} for uid, m in keyed.items()}
     if kind == Kind.RESOURCE_CLAIMS:
@@ -180,12 +188,22 @@ def upsert(kind: Kind, mapped: list[Mapped]) -> Applied:
                     pool__in={m.fields["pool_name"] for m in keyed.values()},
                 )
             )
-            refresh_states(Device.objects.filter(resource_slice_id__in=pks.values()))
+            touched |= {(m.fields["driver"], m.fields["pool_name"], "") for m in keyed.values()}
         else:
             touched |= _replace_claim_children(writer, keyed, stored, pks)
-            refresh_states(keys=touched)
+    refresh_pools(_pools(touched))
     applied.written = len(keyed)
     return applied
+
+
+def _pools(keys: Iterable[DeviceKey]) -> set[PoolKey]:
+    return {(driver, pool) for driver, pool, _ in keys}
+
+
+def claim_device_keys(claim_filter: Q) -> set[DeviceKey]:
+    """The devices named by the allocation results of the claims matching ``claim_filter``."""
+    results = AllocatedDevice.objects.filter(claim_filter)
+    return set(results.values_list("driver", "pool", "device_name"))
 
 
 def _set_tenants(rows: dict[str, dict[str, Any]]) -> None:
@@ -553,7 +571,7 @@ def _delete(kind: Kind, uids: list[str]) -> None:
                 driver__in={d for d, _ in pools}, pool__in={p for _, p in pools}
             )
         )
-    refresh_states(keys=held)
+    refresh_pools(pools | _pools(held))
 
 
 def load(objects: Iterable[dict[str, Any]]) -> Applied:

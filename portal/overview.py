@@ -20,7 +20,7 @@ __all__ = ["cluster_overview"]
 def cluster_overview(user: AbstractBaseUser | AnonymousUser) -> dict[str, Any] | None:
     """Nodes, whole GPUs by model, device states and the user's claims, or ``None`` while the
     mirror holds neither nodes nor devices. A fixed handful of queries; device states come from
-    the column the mirror keeps, so free + allocated + shared + tainted = devices."""
+    the column the mirror keeps, so free + shared + allocated + blocked + tainted = devices."""
     node_count = Node.objects.count()
     devices = Device.objects.visible_to(user)
     states = devices.aggregate(
@@ -28,6 +28,7 @@ def cluster_overview(user: AbstractBaseUser | AnonymousUser) -> dict[str, Any] |
         free=Count("pk", filter=Q(state=DeviceState.FREE)),
         allocated=Count("pk", filter=Q(state=DeviceState.ALLOCATED)),
         shared=Count("pk", filter=Q(state=DeviceState.SHARED)),
+        blocked=Count("pk", filter=Q(state=DeviceState.BLOCKED)),
         tainted=Count("pk", filter=Q(state=DeviceState.TAINTED)),
     )
     if not node_count and not states["total"]:
@@ -53,6 +54,7 @@ def cluster_overview(user: AbstractBaseUser | AnonymousUser) -> dict[str, Any] |
         "free_count": states["free"],
         "allocated_count": states["allocated"],
         "shared_count": states["shared"],
+        "blocked_count": states["blocked"],
         "tainted_count": states["tainted"],
         "claims": claims,
     }

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from dra.features import Features
 from dra.model import CounterSet, Device, Node, ResourceSlice
 
-__all__ = ["Inventory", "Pool", "gather_pools", "device_matches_node"]
+__all__ = ["Inventory", "Pool", "build_pool", "device_matches_node", "gather_pools"]
 
 
 @dataclass(slots=True)
@@ -112,7 +112,7 @@ def _counter_problem(
     return None
 
 
-def _build_pool(
+def build_pool(
     driver: str,
     name: str,
     slices: list[ResourceSlice],
@@ -180,10 +180,10 @@ def gather_pools(inventory: Inventory, node: Node, features: Features) -> list[P
     for (driver, name), slices in sorted(grouped.items()):
         expected = slices[0].resource_slice_count
         if len(slices) == expected:
-            pools.append(_build_pool(driver, name, slices, features, None))
+            pools.append(build_pool(driver, name, slices, features, None))
             continue
         if features.is_1_34:
-            pool = _build_pool(driver, name, slices, features, None)
+            pool = build_pool(driver, name, slices, features, None)
             pool.incomplete = True
             pools.append(pool)
             continue
@@ -195,7 +195,7 @@ def gather_pools(inventory: Inventory, node: Node, features: Features) -> list[P
         if len(same_generation) != expected:
             pools.append(Pool(driver, name, incomplete=True))
             continue
-        pools.append(_build_pool(driver, name, slices, features, same_generation))
+        pools.append(build_pool(driver, name, slices, features, same_generation))
     if features.variant == "experimental":
         pools.sort(key=lambda pool: pool.has_binding_conditions)
     return pools

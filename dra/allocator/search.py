@@ -25,7 +25,6 @@ from dra.allocator.pools import Inventory, Pool, device_matches_node, gather_poo
 from dra.cel import CelCompileError, CelRuntimeError, DeviceInput, compile_selector, device_input
 from dra.features import Features
 from dra.model import (
-    AllocatedDevice,
     CapacityPolicy,
     Device,
     DeviceClass,
@@ -36,6 +35,7 @@ from dra.model import (
     ResourceSlice,
 )
 from dra.quantity import Quantity
+from dra.usage import AllocatedState, DeviceKey, available_counters, counter_shortfall
 
 __all__ = [
     "RESULTS_LIMIT",
@@ -52,8 +52,6 @@ __all__ = [
 RESULTS_LIMIT = 32
 _SHARE_NAMESPACE = uuid.UUID("5f0b5a0e-4a1f-4d6e-9a49-6d2d1b8f3c11")
 
-DeviceKey = tuple[str, str, str]
-
 
 class AllocationError(Exception):
     """The allocation attempt failed with an error (not merely unsatisfiable)."""
@@ -61,34 +59,6 @@ class AllocationError(Exception):
 
 class _ResultLimit(Exception):
     """A branch would exceed 32 results in a claim (upstream's special backtracking signal)."""
-
-
-@dataclass(slots=True)
-class AllocatedState:
-    """Devices in use in the cluster, derived from already-allocated claims (§3)."""
-
-    in_use: set[DeviceKey] = field(default_factory=set)
-    consumed: dict[DeviceKey, dict[str, Fraction]] = field(default_factory=dict)
-
-    @classmethod
-    def from_results(
-        cls, results: list[AllocatedDevice], consumable_capacity: bool
-    ) -> AllocatedState:
-        state = cls()
-        for result in results:
-            if result.admin_access:
-                continue
-            key = (result.driver, result.pool, result.device)
-            if consumable_capacity and result.share_id:
-                totals = state.consumed.setdefault(key, {})
-                for name, amount in result.consumed_capacity.items():
-                    totals[name] = totals.get(name, Fraction(0)) + amount.value
-                continue
-            state.in_use.add(key)
-        return state
-
-    def is_allocated(self, key: DeviceKey) -> bool:
-        return key in self.in_use or key in self.consumed
 
 
 @dataclass(slots=True)
@@ -498,23 +468,7 @@ class NodeAllocation:
             slices = candidate.pool.slices + candidate.pool.other_slices
         available = self.available_counters.get(scope)
         if available is None:
-            available = {
-                item.name: {name: q.value for name, q in item.counters.items()} for item in sets
-            }
-            allocated = self.case.allocated
-            for resource_slice in slices:
-                for device in resource_slice.devices:
-                    if not allocated.is_allocated(
-                        (resource_slice.driver, resource_slice.pool_name, device.name)
-                    ):
-                        continue
-                    for consumption in device.consumes_counters:
-                        counters = available.get(consumption.counter_set)
-                        if counters is None:
-                            continue
-                        for name, amount in consumption.counters.items():
-                            if name in counters:
-                                counters[name] -= amount.value
+            available = available_counters(sets, slices, self.case.allocated)
             self.available_counters[scope] = available
         return scope, available
 
@@ -525,12 +479,9 @@ class NodeAllocation:
             counters = consumed.setdefault(consumption.counter_set, {})
             for name, amount in consumption.counters.items():
                 counters[name] = counters.get(name, Fraction(0)) + amount.value
-        for set_name, counters in available.items():
-            used = consumed.get(set_name, {})
-            for name, left in counters.items():
-                if left < used.get(name, 0):
-                    self._release_counters(candidate)
-                    return False
+        if counter_shortfall(available, consumed):
+            self._release_counters(candidate)
+            return False
         return True
 
     def _release_counters(self, candidate: Candidate) -> None:

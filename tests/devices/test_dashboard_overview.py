@@ -37,7 +37,7 @@ def test_the_dashboards_device_counts_add_up_and_match_their_links(
     from devices.models import Device
 
     cluster = client_as(root).get("/").context["cluster"]
-    parts = ("free_count", "allocated_count", "shared_count", "tainted_count")
+    parts = ("free_count", "allocated_count", "shared_count", "blocked_count", "tainted_count")
     assert sum(cluster[p] for p in parts) == cluster["device_count"] == Device.objects.count()
     for part in parts:
         state = part.removesuffix("_count")

@@ -45,7 +45,8 @@ def test_the_device_list_shows_fifty_per_page(client_as, alice, mirrored_cluster
         ("q=0000:1b:00.0&node=dgx-h100-01", 1),
         ("q=GPU-becccfc8", 1),
         ("state=tainted", 1),
-        ("state=shared&node=dgx-h100-01", 1),
+        ("state=allocated&node=dgx-h100-01", 3),
+        ("state=blocked&node=dgx-a100-01", 44),
     ],
 )
 def test_the_device_list_filters(client_as, alice, mirrored_cluster, query, expected):

@@ -152,9 +152,14 @@ def test_a_devices_state_follows_the_claims_that_hold_it():
     apply_events(Kind.RESOURCE_CLAIMS, [event("ADDED", claim, "11")])
     assert state_of("gpu-0") == "allocated"
 
+    # A claim reserved for two pods holds its device whole: allocated, and the reason says so.
     shared = claim_on(gpus, "gpu-0", uid="c-1", consumers=2)
     apply_events(Kind.RESOURCE_CLAIMS, [event("MODIFIED", shared, "12")])
-    assert state_of("gpu-0") == "shared"
+    device = Device.objects.get(name="gpu-0")
+    assert (device.state, device.state_reason) == (
+        "allocated",
+        "held by 1 claim, reserved for 2 consumers (shared claim)",
+    )
 
     apply_events(Kind.RESOURCE_CLAIMS, [event("DELETED", shared, "13")])
     assert state_of("gpu-0") == "free"
