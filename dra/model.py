@@ -36,12 +36,15 @@ __all__ = [
     "ClaimConfig",
     "ResourceClaim",
     "AllocatedDevice",
+    "parse_counter_set",
+    "parse_device",
     "parse_node",
     "parse_slice",
     "parse_device_class",
     "parse_claim",
     "parse_allocated_results",
     "qualify",
+    "selector_expressions",
 ]
 
 
@@ -329,6 +332,17 @@ class Device:
     allow_multiple_allocations: bool | None = None
     uid: int = -1
 
+    def attribute(self, name: str, driver: str) -> AttributeValue | None:
+        """An attribute by identifier: the exact key first; then, for the device's own driver's
+        domain, the unqualified key (how DRA resolves ``driver/name`` and ``name``)."""
+        value = self.attributes.get(name)
+        if value is not None:
+            return value
+        domain, slash, identifier = name.partition("/")
+        if not slash or domain != driver:
+            return None
+        return self.attributes.get(identifier)
+
 
 @dataclass(eq=False, slots=True)
 class ResourceSlice:
@@ -464,6 +478,24 @@ def _device(reader: _Reader, raw: Any, path: str) -> Device:
     )
 
 
+def _counter_set(reader: _Reader, raw: Any, path: str) -> CounterSet:
+    set_obj = reader.obj(raw, path)
+    return CounterSet(
+        reader.string(set_obj.get("name"), f"{path}.name", True) or "",
+        _counters(reader, set_obj.get("counters"), f"{path}.counters"),
+    )
+
+
+def parse_device(raw: Any, label: str, path: str) -> Device:
+    """One entry of a slice's ``spec.devices`` (``path`` names it in errors)."""
+    return _device(_Reader(label), raw, path)
+
+
+def parse_counter_set(raw: Any, label: str, path: str) -> CounterSet:
+    """One entry of a slice's ``spec.sharedCounters``."""
+    return _counter_set(_Reader(label), raw, path)
+
+
 def parse_slice(raw: Any, label: str) -> ResourceSlice:
     reader = _Reader(label)
     slice_obj = reader.obj(raw, "resourceSlice", required=True)
@@ -476,20 +508,12 @@ def parse_slice(raw: Any, label: str) -> ResourceSlice:
     count = reader.integer(pool.get("resourceSliceCount"), "spec.pool.resourceSliceCount")
     if count is None or count <= 0:
         raise reader.fail("spec.pool.resourceSliceCount", "must be greater than zero")
-    shared = []
-    for index, counter_set in enumerate(
-        reader.lst(spec.get("sharedCounters"), "spec.sharedCounters")
-    ):
-        set_obj = reader.obj(counter_set, f"spec.sharedCounters[{index}]")
-        shared.append(
-            CounterSet(
-                reader.string(set_obj.get("name"), f"spec.sharedCounters[{index}].name", True)
-                or "",
-                _counters(
-                    reader, set_obj.get("counters"), f"spec.sharedCounters[{index}].counters"
-                ),
-            )
+    shared = [
+        _counter_set(reader, counter_set, f"spec.sharedCounters[{index}]")
+        for index, counter_set in enumerate(
+            reader.lst(spec.get("sharedCounters"), "spec.sharedCounters")
         )
+    ]
     devices = tuple(
         _device(reader, device, f"spec.devices[{index}]")
         for index, device in enumerate(reader.lst(spec.get("devices"), "spec.devices"))
@@ -535,6 +559,21 @@ def _selectors(reader: _Reader, raw: Any, path: str) -> tuple[str | None, ...]:
             reader.string(cel_map.get("expression"), f"{path}[{index}].cel.expression") or ""
         )
     return tuple(result)
+
+
+def selector_expressions(raw: Any) -> tuple[str | None, ...]:
+    """The CEL expressions of a ``selectors`` list as stored, never raising: None stands for a
+    selector that is not a CEL selector (the allocator refuses such a class or request)."""
+    if not isinstance(raw, list):
+        return ()
+    return tuple(
+        selector["cel"]["expression"]
+        if isinstance(selector, dict)
+        and isinstance(selector.get("cel"), dict)
+        and isinstance(selector["cel"].get("expression"), str)
+        else None
+        for selector in raw
+    )
 
 
 def _opaque_configs(reader: _Reader, raw: Any, path: str) -> tuple[Mapping[str, Any], ...]:

@@ -15,28 +15,15 @@ from django.db import transaction
 
 from devices.models import Device, DeviceClass, DeviceClassMatch, ResourceSlice
 from dra.cel import CelCompileError, CelRuntimeError, compile_selector, device_input
-from dra.model import InvalidObject, parse_slice
+from dra.model import InvalidObject, parse_slice, selector_expressions
 
 __all__ = ["class_selector_errors", "refresh_class_matches"]
 
 CHUNK = 200
 
 
-def _expressions(selectors: Any) -> list[str | None]:
-    if not isinstance(selectors, list):
-        return [None]
-    return [
-        s["cel"]["expression"]
-        if isinstance(s, dict)
-        and isinstance(s.get("cel"), dict)
-        and isinstance(s["cel"].get("expression"), str)
-        else None
-        for s in selectors
-    ]
-
-
 def _matching_classes(
-    slice_raw: dict[str, Any], classes: list[tuple[str, list[str | None]]]
+    slice_raw: dict[str, Any], classes: list[tuple[str, tuple[str | None, ...]]]
 ) -> dict[str, list[str]]:
     """device name → names of the classes it satisfies."""
     try:
@@ -67,7 +54,7 @@ def refresh_class_matches(slice_uids: Iterable[str] | None = None) -> int:
     watchers: each chunk replaces its devices' rows in one transaction.
     """
     classes = [
-        (name, _expressions(selectors))
+        (name, selector_expressions(selectors))
         for name, selectors in DeviceClass.objects.values_list("name", "selectors")
     ]
     slices = ResourceSlice.objects.all()
@@ -88,7 +75,7 @@ def refresh_class_matches(slice_uids: Iterable[str] | None = None) -> int:
 
 
 def _refresh_chunk(
-    chunk: list[tuple[int, dict[str, Any]]], classes: list[tuple[str, list[str | None]]]
+    chunk: list[tuple[int, dict[str, Any]]], classes: list[tuple[str, tuple[str | None, ...]]]
 ) -> int:
     slice_ids = [pk for pk, _ in chunk]
     devices = {
@@ -113,7 +100,7 @@ def _refresh_chunk(
 def class_selector_errors(device_class: DeviceClass) -> list[str]:
     """Compile errors of the class's selectors, for its page ("selector #1: ...")."""
     errors = []
-    for index, expression in enumerate(_expressions(device_class.selectors)):
+    for index, expression in enumerate(selector_expressions(device_class.selectors)):
         if expression is None:
             errors.append(f"selector #{index}: not a CEL selector")
             continue

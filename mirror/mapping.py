@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra.quantity import QuantityError, parse_quantity
+from dra.model import AttributeValue, InvalidObject, parse_counter_set, parse_device
 from mirror.cluster import KINDS, Kind
 
 __all__ = ["MIRRORED_KINDS", "Mapped", "map_object", "normalized", "resource_version_of"]
@@ -29,8 +29,9 @@ MIRRORED_KINDS = [
     Kind.PODS,
 ]
 
-# Well-known attribute names, looked up qualified and, for the driver's own domain, unqualified.
+# Well-known attributes: the driver's own (qualified or not) and the standard domain's.
 MODEL_ATTRIBUTES = ["productName", "model", "name"]
+STANDARD_DOMAIN = "resource.kubernetes.io"
 STANDARD_RESOURCES = {"cpu", "memory", "pods", "ephemeral-storage"}
 
 
@@ -93,65 +94,53 @@ def _common(kind: Kind, obj: dict[str, Any], problems: list[str]) -> dict[str, A
     return fields
 
 
-def _attribute(attributes: dict[str, Any], driver: str, name: str) -> Any:
-    """An attribute's value by identifier: ``driver/name`` or unqualified ``name``."""
-    for key in (f"{driver}/{name}", name):
-        entry = attributes.get(key)
-        if isinstance(entry, dict) and entry:
-            return next(iter(entry.values()))
-    return None
-
-
-def _memory_bytes(capacity: dict[str, Any], problems: list[str], where: str) -> int | None:
-    entry = capacity.get("memory")
-    if not isinstance(entry, dict) or "value" not in entry:
-        return None
-    try:
-        return parse_quantity(str(entry["value"])).ceil_int()
-    except QuantityError as error:
-        problems.append(f"{where}.capacity.memory: {error}")
-        return None
+def _text(value: AttributeValue | None) -> str:
+    """An attribute's value as text ("" when absent)."""
+    return "" if value is None else str(value[1])
 
 
 def _device_row(
-    device: Any, index: int, *, driver: str, pool: str, slice_node: str, problems: list[str]
-) -> dict[str, Any] | None:
-    where = f"spec.devices[{index}]"
-    if not isinstance(device, dict) or not isinstance(device.get("name"), str):
-        problems.append(f"{where} has no name")
-        return None
-    attributes = _dict(device.get("attributes"))
-    capacity = _dict(device.get("capacity"))
-    taints = _list(device.get("taints"))
+    raw: Any, index: int, *, label: str, driver: str, pool: str, slice_node: str
+) -> dict[str, Any]:
+    """The row of one ``spec.devices`` entry, parsed by the DRA core (raises InvalidObject)."""
+    device = parse_device(raw, label, f"spec.devices[{index}]")
+    memory = device.capacity.get("memory")
     model = next(
-        (str(v) for n in MODEL_ATTRIBUTES if (v := _attribute(attributes, driver, n)) is not None),
+        (
+            text
+            for name in MODEL_ATTRIBUTES
+            if (text := _text(device.attribute(f"{driver}/{name}", driver)))
+        ),
         "",
     )
     return {
         "driver": driver,
         "pool_name": pool,
-        "name": device["name"][:63],
-        "node_name": str(device.get("nodeName") or slice_node)[:253],
-        "attributes": attributes,
-        "capacity": capacity,
-        "consumes_counters": _list(device.get("consumesCounters")),
-        "taints": taints,
-        "is_tainted": any(
-            isinstance(t, dict) and t.get("effect") in ("NoSchedule", "NoExecute") for t in taints
-        ),
-        "allow_multiple_allocations": device.get("allowMultipleAllocations") is True,
-        "device_type": str(_attribute(attributes, driver, "type") or "")[:63],
+        "name": device.name[:63],
+        "node_name": (device.node_name or slice_node)[:253],
+        "attributes": _dict(raw.get("attributes")),
+        "capacity": _dict(raw.get("capacity")),
+        "consumes_counters": _list(raw.get("consumesCounters")),
+        "taints": _list(raw.get("taints")),
+        "is_tainted": any(t.effect in ("NoSchedule", "NoExecute") for t in device.taints),
+        "allow_multiple_allocations": device.allow_multiple_allocations is True,
+        "device_type": _text(device.attribute(f"{driver}/type", driver))[:63],
         "model_name": model[:200],
-        "uuid": str(_attribute(attributes, driver, "uuid") or "")[:100],
-        "parent_uuid": str(_attribute(attributes, driver, "parentUUID") or "")[:100],
-        "pci_bus_id": str(_attribute(attributes, "resource.kubernetes.io", "pciBusID") or "")[:32],
-        "pcie_root": str(_attribute(attributes, "resource.kubernetes.io", "pcieRoot") or "")[:64],
-        "memory_bytes": _memory_bytes(capacity, problems, where),
-        "raw": device,
+        "uuid": _text(device.attribute(f"{driver}/uuid", driver))[:100],
+        "parent_uuid": _text(device.attribute(f"{driver}/parentUUID", driver))[:100],
+        "pci_bus_id": _text(device.attribute(f"{STANDARD_DOMAIN}/pciBusID", driver))[:32],
+        "pcie_root": _text(device.attribute(f"{STANDARD_DOMAIN}/pcieRoot", driver))[:64],
+        "memory_bytes": memory.value.ceil_int() if memory is not None else None,
+        "raw": raw,
     }
 
 
 def map_resource_slice(obj: dict[str, Any]) -> Mapped:
+    """A slice and its devices and counter sets.
+
+    Devices and counter sets are parsed one by one with the DRA core's parser (the allocator's),
+    so a malformed entry is reported and left out while the rest of the slice is mirrored.
+    """
     problems: list[str] = []
     fields = _common(Kind.RESOURCE_SLICES, obj, problems)
     spec = obj.get("spec")
@@ -175,29 +164,39 @@ def map_resource_slice(obj: dict[str, Any]) -> Mapped:
     count = pool.get("resourceSliceCount", 1)
     if not isinstance(generation, int) or not isinstance(count, int):
         problems.append("spec.pool.generation / resourceSliceCount are not integers")
+    label = fields["name"] or "resourceSlice"
     devices: list[dict[str, Any]] = []
     seen: set[str] = set()
     for index, device in enumerate(_list(spec.get("devices"))):
-        row = _device_row(
-            device, index, driver=driver, pool=pool_name, slice_node=node_name, problems=problems
-        )
-        if row is None:
+        try:
+            row = _device_row(
+                device, index, label=label, driver=driver, pool=pool_name, slice_node=node_name
+            )
+        except InvalidObject as error:
+            problems.append(str(error).removeprefix(f"{label}: "))
             continue
         if row["name"] in seen:
             problems.append(f"spec.devices[{index}]: device name {row['name']} repeats")
             continue
         seen.add(row["name"])
         devices.append(row)
-    counter_sets = [
-        {
-            "driver": driver,
-            "pool_name": pool_name,
-            "name": str(entry.get("name", ""))[:63],
-            "counters": _dict(entry.get("counters")),
-        }
-        for entry in _list(spec.get("sharedCounters"))
-        if isinstance(entry, dict)
-    ]
+    if "devices" in spec and not isinstance(spec.get("devices"), list):
+        problems.append("spec.devices: must be a list")
+    counter_sets = []
+    for index, entry in enumerate(_list(spec.get("sharedCounters"))):
+        try:
+            counter_set = parse_counter_set(entry, label, f"spec.sharedCounters[{index}]")
+        except InvalidObject as error:
+            problems.append(str(error).removeprefix(f"{label}: "))
+            continue
+        counter_sets.append(
+            {
+                "driver": driver,
+                "pool_name": pool_name,
+                "name": counter_set.name[:63],
+                "counters": _dict(entry.get("counters")),
+            }
+        )
     fields.update(
         driver=driver[:63],
         pool_name=pool_name[:253],

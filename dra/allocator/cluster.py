@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from dra.allocator.constraints import lookup_attribute
 from dra.allocator.pools import Inventory, device_matches_node
 from dra.allocator.search import (
     AllocatedState,
@@ -302,7 +301,7 @@ class Cluster:
                     for uid in sorted(usable):
                         resource_slice, device = devices[uid]
                         values = tuple(
-                            lookup_attribute(device, resource_slice.driver, name)
+                            device.attribute(name, resource_slice.driver)
                             for name in need.attributes
                         )
                         if None not in values:

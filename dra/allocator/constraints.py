@@ -10,20 +10,9 @@ from __future__ import annotations
 from dra.features import Features
 from dra.model import AttributeValue, Constraint, Device
 
-__all__ = ["ClaimConstraint", "MatchAttribute", "DistinctAttribute", "lookup_attribute"]
+__all__ = ["ClaimConstraint", "MatchAttribute", "DistinctAttribute"]
 
 _SCALARS = ("int", "bool", "string", "version")
-
-
-def lookup_attribute(device: Device, driver: str, name: str) -> AttributeValue | None:
-    """The exact key first; an unqualified key only if the domain is the device's driver."""
-    value = device.attributes.get(name)
-    if value is not None:
-        return value
-    domain, slash, identifier = name.partition("/")
-    if not slash or domain != driver:
-        return None
-    return device.attributes.get(identifier)
 
 
 class ClaimConstraint:
@@ -54,7 +43,7 @@ class MatchAttribute(ClaimConstraint):
     def add(self, request: str, subrequest: str | None, device: Device, driver: str) -> bool:
         if not self.covers(request, subrequest):
             return True
-        value = lookup_attribute(device, driver, self.attribute)
+        value = device.attribute(self.attribute, driver)
         if value is None:
             return False
         if self.count == 0:
@@ -93,7 +82,7 @@ class DistinctAttribute(ClaimConstraint):
     def add(self, request: str, subrequest: str | None, device: Device, driver: str) -> bool:
         if not self.covers(request, subrequest):
             return True
-        value = lookup_attribute(device, driver, self.attribute)
+        value = device.attribute(self.attribute, driver)
         if value is None:
             return False
         for recorded, device_uid in self._recorded():

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra.allocator.cluster import Cluster
-from dra.allocator.constraints import lookup_attribute
 from dra.allocator.contract import build_cluster
 from dra.allocator.pools import gather_pools
 from dra.allocator.search import Candidate, request_capacity_fits
@@ -111,7 +110,7 @@ def _funnel(
                     continue
                 counts["tolerated"] += 1
                 if all(
-                    lookup_attribute(device, pool.driver, attribute) is not None
+                    device.attribute(attribute, pool.driver) is not None
                     for constraint in claim.constraints
                     if constraint.applies_to(name.split("/")[0], name.partition("/")[2] or None)
                     for attribute in (constraint.match_attribute or constraint.distinct_attribute,)

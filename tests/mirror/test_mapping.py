@@ -142,7 +142,7 @@ def test_admin_access_results_and_consumers_become_rows():
                     "devices": [{"name": "a", "capacity": {"memory": {"value": "lots"}}}],
                 },
             },
-            "spec.devices[0].capacity.memory",
+            "spec.devices[0].capacity[memory].value",
         ),
     ],
 )
