@@ -774,12 +774,21 @@ class Emulator:
     ) -> int:
         """Create (or replace) objects, keeping their uid, timestamps and status.
 
-        Missing namespaces are created, and so are the Nodes ResourceSlices run on.
+        Missing namespaces are created, and so are the Nodes ResourceSlices run on. A loaded
+        `kube-system` namespace keeps this emulator's uid: the identity is the emulator's.
         Returns the number of objects given (created namespaces and nodes not counted).
         `copy_objects=False` lets the store own (and modify) the given dicts.
         """
+        identity = self.cluster_uid
+
+        def keep_identity(obj: dict[str, Any]) -> dict[str, Any]:
+            meta = obj.get("metadata") or {}
+            if identity and obj.get("kind") == "Namespace" and meta.get("name") == "kube-system":
+                return {**obj, "metadata": {**meta, "uid": identity}}
+            return obj
+
         return self.store.load(
-            objects,
+            (keep_identity(obj) for obj in objects),
             create_namespaces=create_namespaces,
             create_nodes=create_nodes,
             copy_objects=copy_objects,

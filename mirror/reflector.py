@@ -240,6 +240,12 @@ class Reflector:
         """
         started = time.monotonic()
         self._set_state(MirrorStatus.State.LISTING)
+        # The identity is read with the list, so that the rows and it come from one cluster.
+        identity = self.cluster.identity()
+        if identity and self.cluster_uid and identity != self.cluster_uid and not reset:
+            logger.warning("%s: the cluster was replaced: resetting", self.kind)
+            reset = True
+        self._identity = identity or self._identity
         applied = Applied()
         seen: set[str] = set()
         continue_: str | None = None
@@ -323,7 +329,16 @@ class Reflector:
         self._set_state(MirrorStatus.State.WATCHING)
         batch: list[dict[str, Any]] = []
         first_received: float | None = None
+        next_check = time.monotonic() + 0.5
         while True:
+            # A busy stream (events or frequent bookmarks) never pauses: still honour stop
+            # and renew the lock on time.
+            if time.monotonic() >= next_check:
+                next_check = time.monotonic() + 0.5
+                if not running():
+                    if batch:
+                        self._commit(batch, first_received)
+                    return
             try:
                 received, item = events.get(timeout=0.05 if batch else 0.5)
             except queue.Empty:

@@ -81,6 +81,10 @@ def test_kube_system_carries_the_cluster_identity() -> None:
             kube_system = cluster.get(Kind.NAMESPACES, "kube-system")
         assert kube_system["metadata"]["uid"] == "11111111-2222-3333-4444-555555555555"
         assert emulator.state()["clusterUID"] == emulator.cluster_uid
+        captured = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system"}}
+        captured["metadata"]["uid"] = "99999999-0000-4000-8000-000000000000"
+        emulator.load([captured])  # fixtures captured elsewhere do not change the identity
+        assert emulator.cluster_uid == "11111111-2222-3333-4444-555555555555"
     assert Emulator(port=0).cluster_uid != Emulator(port=0).cluster_uid
 
 
