@@ -51,9 +51,9 @@ def test_the_mirror_page_flags_stale_kinds_in_a_fixed_number_of_queries(
     assert 'data-testid="stale-alert"' in content and "alert-danger" in content
     assert "Not heard from the cluster for over 90 s" in content
     assert 'data-freshness="stale"' in content and 'data-freshness="very_stale"' in content
-    assert re.search(r"last heard from 10\d s ago", content)
-    assert "last heard from 6\xa0minutes ago" in content  # 400 s
-    assert re.search(r"last heard from [345] s ago", content)
+    assert re.search(r">10\d s ago<", content)
+    assert ">6\xa0minutes ago<" in content  # 400 s
+    assert re.search(r">[345] s ago<", content)
 
 
 def test_a_fresh_mirror_page_has_no_alert(client_as, root, heard):
