@@ -15,7 +15,14 @@ from django.utils import timezone
 
 from apiemulator import Emulator
 from claims.models import ResourceClaim
-from mirror.cluster import Cluster, ClusterConfig, Kind
+from mirror.cluster import (
+    Cluster,
+    ClusterConfig,
+    Kind,
+    ResourceVersionTooLarge,
+    Unavailable,
+    Unreachable,
+)
 from mirror.models import MirrorStatus
 from mirror.reflector import Backoff, Reflector
 from tests.mirror.conftest import cluster_state, fixture_objects, mirror_state
@@ -211,3 +218,17 @@ def test_backoff_retries_fast_while_the_server_is_unreachable_and_keeps_jitter()
     backoff.reset()
     answered = [backoff.next_delay() for _ in range(12)]
     assert 5 < max(answered) <= 30
+
+
+def test_the_client_names_a_too_large_resource_version_and_an_unreachable_server(cluster, emulator):
+    future = str(emulator.resource_version + 10)
+    with pytest.raises(ResourceVersionTooLarge) as caught:
+        cluster.list_page(
+            Kind.RESOURCE_CLAIMS, resource_version=future, resource_version_match="NotOlderThan"
+        )
+    assert isinstance(caught.value, Unavailable) and caught.value.code == 504
+    port = emulator.port
+    emulator.stop()
+    config = ClusterConfig(server=f"http://127.0.0.1:{port}", connect_timeout=1)
+    with Cluster(config) as gone, pytest.raises(Unreachable):
+        gone.identity()
