@@ -27,6 +27,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--bookmark-interval", type=float, default=10.0, help="seconds between watch bookmarks"
     )
+    parser.add_argument(
+        "--initial-resource-version",
+        type=int,
+        default=0,
+        help="start the history at this resourceVersion (0); a restart may start lower",
+    )
+    parser.add_argument(
+        "--cluster-uid",
+        help="uid of the kube-system namespace, the cluster's identity (random by default)",
+    )
     parser.add_argument("--verbose", action="store_true", help="log every request")
     args = parser.parse_args(argv)
 
@@ -35,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         args.port,
         git_version=args.version,
         bookmark_interval=args.bookmark_interval,
+        initial_resource_version=args.initial_resource_version,
+        cluster_uid=args.cluster_uid,
         verbose=args.verbose,
     )
     loaded = emulator.load_files(*args.fixtures) if args.fixtures else 0
@@ -49,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     emulator.kubeconfig(kubeconfig)
     print(f"apiemulator {args.version} serving at {emulator.url}", flush=True)
     print(f"loaded {loaded} objects; resourceVersion {emulator.resource_version}", flush=True)
+    print(f"cluster uid (kube-system): {emulator.cluster_uid}", flush=True)
     print(f"kubeconfig: {kubeconfig}", flush=True)
     print(f"try: KUBECONFIG={kubeconfig} kubectl get resourceslices", flush=True)
 

@@ -85,3 +85,19 @@ class ApiError(Exception):
     @classmethod
     def expired(cls, message: str) -> ApiError:
         return cls(410, "Expired", message)
+
+    @classmethod
+    def resource_version_too_large(cls, requested: int, current: int) -> ApiError:
+        """What kube-apiserver answers a list from a resourceVersion it has not reached yet
+        (after waiting for it a few seconds): a 504 whose cause says why."""
+        return cls(
+            504,
+            "Timeout",
+            f"Timeout: Too large resource version: {requested}, current: {current}",
+            {
+                "causes": [
+                    {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+                ],
+                "retryAfterSeconds": 1,
+            },
+        )

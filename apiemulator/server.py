@@ -8,6 +8,7 @@ import re
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,6 +19,7 @@ from urllib.parse import parse_qsl, urlsplit
 import yaml
 
 from .errors import ApiError, status_body
+from .openapi import openapi_document
 from .resources import (
     RESOURCES,
     Resource,
@@ -202,6 +204,14 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(405, "MethodNotAllowed", f"{method} is not allowed on {path}")
         if path == "/version":
             self._send_json(200, emulator.version_info())
+            return
+        if path.startswith("/openapi/"):
+            if method != "GET":
+                raise ApiError(405, "MethodNotAllowed", f"{method} is not allowed on {path}")
+            document = openapi_document(path)
+            if document is None:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            self._send_json(200, document)
             return
         if path == "/api":
             host = f"{emulator.host}:{emulator.port}"
@@ -439,10 +449,12 @@ class _Handler(BaseHTTPRequestHandler):
                 self._chunk(b"".join(out))
                 if budget is not None:
                     budget -= len(out)
-                if bookmarks and time.monotonic() >= next_bookmark:
+                # A watch from a resourceVersion this server has not reached gets no
+                # bookmarks (kube-apiserver 1.36 keeps such a watch open and silent).
+                if bookmarks and time.monotonic() >= next_bookmark and pos <= store.rv:
                     self._chunk(self._bookmark(resource, pos))
                     next_bookmark = time.monotonic() + emulator.bookmark_interval
-            if bookmarks:
+            if bookmarks and pos <= store.rv:
                 self._chunk(self._bookmark(resource, pos))
             self.wfile.write(b"0\r\n\r\n")
         except WatchClosed as exc:
@@ -530,6 +542,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, emulator.state())
         elif action == "compact" and method == "POST":
             self._send_json(200, {"compactedResourceVersion": str(emulator.compact())})
+        elif action == "replace-cluster" and method == "POST":
+            options = _parse_json(body) if body.strip() else {}
+            start = (options or {}).get("resourceVersion")
+            uid = emulator.replace_cluster(resource_version=int(start) if start else None)
+            self._send_json(200, {"clusterUID": uid, "resourceVersion": str(emulator.store.rv)})
         elif action == "close-watches" and method == "POST":
             self._send_json(200, {"closed": emulator.close_watches()})
         elif action == "faults" and method == "GET":
@@ -605,22 +622,63 @@ class Emulator:
         history_limit: int | None = 500_000,
         require_namespaces: bool = True,
         system_namespaces: bool = True,
+        initial_resource_version: int = 0,
+        cluster_uid: str | None = None,
         verbose: bool = False,
     ) -> None:
+        """``initial_resource_version`` starts the history there (a restarted cluster may
+        start below what its clients saw); ``cluster_uid`` is the uid of ``kube-system``, the
+        cluster's identity (random unless given; keep it to emulate the same cluster)."""
         self.host = host
         self.requested_port = port
         self.git_version = git_version
         self.bookmark_interval = bookmark_interval
         self.verbose = verbose
-        self.store = Store(history_limit=history_limit, require_namespaces=require_namespaces)
+        self._history_limit = history_limit
+        self._require_namespaces = require_namespaces
+        self._system_namespaces = system_namespaces
         self._faults: list[Fault] = []
         self._faults_lock = threading.Lock()
         self._active_watches = 0
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
-        if system_namespaces:
+        self.store = self._new_store(initial_resource_version, cluster_uid)
+
+    def _new_store(self, initial_resource_version: int, cluster_uid: str | None) -> Store:
+        store = Store(
+            history_limit=self._history_limit,
+            require_namespaces=self._require_namespaces,
+            initial_resource_version=initial_resource_version,
+        )
+        if self._system_namespaces:
             for name in _SYSTEM_NAMESPACES:
-                self.store.ensure_namespace(name)
+                meta = {"name": name}
+                if name == "kube-system":
+                    meta["uid"] = cluster_uid or str(uuid.uuid4())
+                store.create(by_kind["Namespace"], None, {"metadata": meta}, keep_identity=True)
+        return store
+
+    @property
+    def cluster_uid(self) -> str:
+        """The uid of the ``kube-system`` namespace: what clients take as the cluster's
+        identity ("" without system namespaces)."""
+        try:
+            entry = self.store.get(by_kind["Namespace"], None, "kube-system")
+        except ApiError:
+            return ""
+        return str(entry.obj["metadata"].get("uid") or "")
+
+    def replace_cluster(
+        self, *, resource_version: int | None = None, cluster_uid: str | None = None
+    ) -> str:
+        """Emulates another cluster behind the same address: every object and all history
+        go, ``kube-system`` gets a new uid, open watches end abruptly. Its history starts at
+        ``resource_version`` (default: where this one was). Returns the new cluster's uid."""
+        old = self.store
+        start = old.rv if resource_version is None else resource_version
+        self.store = self._new_store(start, cluster_uid)
+        old.close_watches()
+        return self.cluster_uid
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -716,12 +774,21 @@ class Emulator:
     ) -> int:
         """Create (or replace) objects, keeping their uid, timestamps and status.
 
-        Missing namespaces are created, and so are the Nodes ResourceSlices run on.
+        Missing namespaces are created, and so are the Nodes ResourceSlices run on. A loaded
+        `kube-system` namespace keeps this emulator's uid: the identity is the emulator's.
         Returns the number of objects given (created namespaces and nodes not counted).
         `copy_objects=False` lets the store own (and modify) the given dicts.
         """
+        identity = self.cluster_uid
+
+        def keep_identity(obj: dict[str, Any]) -> dict[str, Any]:
+            meta = obj.get("metadata") or {}
+            if identity and obj.get("kind") == "Namespace" and meta.get("name") == "kube-system":
+                return {**obj, "metadata": {**meta, "uid": identity}}
+            return obj
+
         return self.store.load(
-            objects,
+            (keep_identity(obj) for obj in objects),
             create_namespaces=create_namespaces,
             create_nodes=create_nodes,
             copy_objects=copy_objects,
@@ -756,6 +823,7 @@ class Emulator:
 
     def state(self) -> dict[str, Any]:
         return {
+            "clusterUID": self.cluster_uid,
             "resourceVersion": str(self.store.rv),
             "compactedResourceVersion": str(self.store.compacted_rv),
             "activeWatches": self._active_watches,

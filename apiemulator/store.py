@@ -132,12 +132,20 @@ def _content(obj: dict[str, Any]) -> dict[str, Any]:
 class Store:
     """Thread-safe storage; every public method takes the lock."""
 
-    def __init__(self, *, history_limit: int | None = None, require_namespaces: bool = True):
+    def __init__(
+        self,
+        *,
+        history_limit: int | None = None,
+        require_namespaces: bool = True,
+        initial_resource_version: int = 0,
+    ):
+        """``initial_resource_version``: where this store's history starts, as if everything
+        before it had been compacted (a restarted or replaced cluster)."""
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
-        self.rv = 0
-        self.first_rv = 1  # resourceVersion of log[0]
-        self.compacted_rv = 0  # watches/continues from before this get 410
+        self.rv = initial_resource_version
+        self.first_rv = initial_resource_version + 1  # resourceVersion of log[0]
+        self.compacted_rv = initial_resource_version  # watches/continues from before get 410
         self.log: list[Event] = []
         self.objects: dict[Resource, dict[Key, Entry]] = {r: {} for r in RESOURCES.values()}
         self.history_limit = history_limit
@@ -188,13 +196,18 @@ class Store:
                 list_rv, start = self._decode_continue(continue_)
             else:
                 list_rv, start = self.rv, None
-                if resource_version_match == "Exact" and resource_version:
-                    list_rv = self._parse_rv(resource_version)
-                    if list_rv < self.compacted_rv:
-                        raise ApiError.expired(
-                            f"too old resource version: {list_rv} ({self.compacted_rv})"
-                        )
-                    list_rv = min(list_rv, self.rv)
+                if resource_version not in ("", "0"):
+                    # NotOlderThan (the default) and Exact alike: a version this server has
+                    # not reached is refused, never silently served from the past.
+                    requested = self._parse_rv(resource_version)
+                    if requested > self.rv:
+                        raise ApiError.resource_version_too_large(requested, self.rv)
+                    if resource_version_match == "Exact":
+                        if requested < self.compacted_rv:
+                            raise ApiError.expired(
+                                f"too old resource version: {requested} ({self.compacted_rv})"
+                            )
+                        list_rv = requested
             snap_key = (resource, namespace, selector_text, list_rv)
             entries = self._snapshots.get(snap_key)
             if entries is None:

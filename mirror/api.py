@@ -11,11 +11,31 @@ __all__ = ["ROUTES", "MirrorStatusSerializer", "MirrorStatusViewSet"]
 
 
 class MirrorStatusSerializer(serializers.ModelSerializer):
+    seconds_since_seen = serializers.FloatField(
+        read_only=True,
+        allow_null=True,
+        help_text="Seconds since the last event, bookmark or list of this kind; null if never.",
+    )
+    freshness = serializers.ChoiceField(
+        choices=MirrorStatus.Freshness.choices,
+        read_only=True,
+        help_text="fresh; stale after MIRROR_STALE_SECONDS of silence; very_stale after twice "
+        "that (or never heard from).",
+    )
+    is_stale = serializers.BooleanField(
+        read_only=True, help_text="The rows of this kind may be missing changes."
+    )
+
     class Meta:
         model = MirrorStatus
         fields = [
             "kind",
             "state",
+            "freshness",
+            "is_stale",
+            "seconds_since_seen",
+            "last_seen_at",
+            "cluster_uid",
             "resource_version",
             "events_total",
             "relists_total",

@@ -9,8 +9,9 @@ must keep every field. Watches are parsed line by line from the streamed respons
 `kubernetes.watch.Watch`, which mishandles ERROR events without deserialization).
 
 Failures become our exceptions: `NotFound`, `AlreadyExists`, `Conflict`, `Gone` (410: relist),
-`Unavailable` (connection refused/reset/timeouts, 429, 5xx: back off and retry), `Invalid`,
-`Forbidden`, all subclasses of `ClusterError`.
+`Unavailable` (429, 5xx: back off and retry) with its kinds `Unreachable` (no answer at all:
+refused, reset, timed out) and `ResourceVersionTooLarge` (the server has not reached the
+resourceVersion asked for), `Invalid`, `Forbidden`, all subclasses of `ClusterError`.
 """
 
 from __future__ import annotations
@@ -44,7 +45,9 @@ __all__ = [
     "Kind",
     "KindInfo",
     "NotFound",
+    "ResourceVersionTooLarge",
     "Unavailable",
+    "Unreachable",
     "connect",
 ]
 
@@ -97,6 +100,16 @@ class Unavailable(ClusterError):
     """The API server cannot be reached or is overloaded (refused, reset, timeout, 429, 5xx)."""
 
 
+class Unreachable(Unavailable):
+    """No HTTP answer: the connection was refused, reset or timed out (a restarting server)."""
+
+
+class ResourceVersionTooLarge(Unavailable):
+    """504 whose cause is `ResourceVersionTooLarge`: the server has not reached the
+    resourceVersion asked for. Either it lags behind its peers, or the cluster's history
+    restarted below what the client saw."""
+
+
 class Invalid(ClusterError):
     """400/422: the request or object was rejected as malformed or invalid."""
 
@@ -127,6 +140,11 @@ def _error_class(code: int, status: dict[str, Any] | None) -> type[ClusterError]
         return AlreadyExists if (status or {}).get("reason") == "AlreadyExists" else Conflict
     if code == 410:
         return Gone
+    causes = ((status or {}).get("details") or {}).get("causes") or []
+    if code == 504 and any(
+        isinstance(c, dict) and c.get("reason") == "ResourceVersionTooLarge" for c in causes
+    ):
+        return ResourceVersionTooLarge
     if code == 429 or code >= 500:
         return Unavailable
     if code in (400, 422):
@@ -324,7 +342,7 @@ class Cluster:
         except k8s_client.ApiException as exc:  # raised by the client for TLS failures
             raise ClusterError(f"{method} {path}: {exc.reason}", code=exc.status) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise Unavailable(f"{method} {path}: {exc}") from exc
+            raise Unreachable(f"{method} {path}: {exc}") from exc
         response: urllib3.BaseHTTPResponse = rest.response
         if not 200 <= response.status < 300:
             try:
@@ -371,6 +389,15 @@ class Cluster:
 
     def get(self, kind: Kind, name: str, namespace: str | None = None) -> dict[str, Any]:
         return self._json("GET", KINDS[kind].path(namespace, name))
+
+    def identity(self) -> str:
+        """The cluster's identity: the uid of its `kube-system` namespace, which lives as long
+        as the cluster's etcd does. "" when it cannot be read (no such namespace, no RBAC)."""
+        try:
+            namespace = self.get(Kind.NAMESPACES, "kube-system")
+        except (NotFound, Forbidden):
+            return ""
+        return str((namespace.get("metadata") or {}).get("uid") or "")
 
     def list_page(
         self,
@@ -478,7 +505,7 @@ class Cluster:
                 yield _watch_event(buffer)
             finished = True
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise Unavailable(f"watch {path}: {exc}") from exc
+            raise Unreachable(f"watch {path}: {exc}") from exc
         finally:
             if finished:
                 response.release_conn()

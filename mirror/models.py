@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
-from django.db import models
+from datetime import datetime, timedelta
 
-__all__ = ["MirrorStatus"]
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+__all__ = ["MirrorStatus", "MirrorStatusQuerySet"]
+
+
+def stale_after() -> timedelta:
+    """Silence longer than this makes a kind stale (``MIRROR_STALE_SECONDS``); twice as long,
+    very stale."""
+    return timedelta(seconds=settings.MIRROR_STALE_SECONDS)
+
+
+class MirrorStatusQuerySet(models.QuerySet["MirrorStatus"]):
+    def stale(self, now: datetime | None = None) -> MirrorStatusQuerySet:
+        """Kinds not heard from (event, bookmark or list) for longer than the stale bound,
+        or never."""
+        cutoff = (now or timezone.now()) - stale_after()
+        return self.filter(Q(last_seen_at__isnull=True) | Q(last_seen_at__lt=cutoff))
 
 
 class MirrorStatus(models.Model):
@@ -17,15 +36,26 @@ class MirrorStatus(models.Model):
         BACKING_OFF = "backing_off", "Backing off"
         STOPPED = "stopped", "Stopped"
 
+    class Freshness(models.TextChoices):
+        FRESH = "fresh", "Fresh"
+        STALE = "stale", "Stale"
+        VERY_STALE = "very_stale", "Very stale"
+
     kind = models.CharField(max_length=64, unique=True)
     state = models.CharField(max_length=20, choices=State.choices, default=State.NEVER_SYNCED)
     resource_version = models.CharField(max_length=64, blank=True)
+    cluster_uid = models.CharField(
+        max_length=64, blank=True, help_text="uid of kube-system in the cluster the rows are from."
+    )
     events_total = models.PositiveBigIntegerField(default=0)
     relists_total = models.PositiveIntegerField(default=0)
     error_count = models.PositiveIntegerField(default=0)
-    last_error = models.TextField(blank=True)
+    last_error = models.TextField(blank=True, help_text="Cleared once the watcher recovers.")
     last_error_at = models.DateTimeField(null=True, blank=True)
     last_event_at = models.DateTimeField(null=True, blank=True)
+    last_seen_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last event, bookmark or complete list."
+    )
     last_list_at = models.DateTimeField(null=True, blank=True)
     last_list_seconds = models.FloatField(null=True, blank=True)
     lag_seconds = models.FloatField(
@@ -33,6 +63,8 @@ class MirrorStatus(models.Model):
     )
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     watcher = models.CharField(max_length=200, blank=True, help_text="Who holds the watch.")
+
+    objects = MirrorStatusQuerySet.as_manager()
 
     class Meta:
         ordering = ["kind"]
@@ -42,3 +74,26 @@ class MirrorStatus(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.get_state_display()}"
+
+    @property
+    def seconds_since_seen(self) -> float | None:
+        """Seconds since the last event, bookmark or list; None if never."""
+        if self.last_seen_at is None:
+            return None
+        return max(0.0, (timezone.now() - self.last_seen_at).total_seconds())
+
+    @property
+    def freshness(self) -> MirrorStatus.Freshness:
+        """Fresh while heard from within the stale bound, stale up to twice that, then very
+        stale. A kind never heard from is very stale."""
+        silent = self.seconds_since_seen
+        bound = stale_after().total_seconds()
+        if silent is None or silent > 2 * bound:
+            return self.Freshness.VERY_STALE
+        if silent > bound:
+            return self.Freshness.STALE
+        return self.Freshness.FRESH
+
+    @property
+    def is_stale(self) -> bool:
+        return self.freshness != self.Freshness.FRESH

@@ -4,6 +4,15 @@ list (streamed page by page) → watch from the list's resourceVersion with book
 events in batches → on ``410 Gone`` relist and reconcile (deletes included) → after a dropped
 connection resume from the last committed resourceVersion, backing off with jitter.
 
+Before each watch request the reflector checks that its resourceVersion still belongs to the
+cluster's history: the cluster's identity (the ``kube-system`` uid) must be the one the rows
+came from, and the server must have reached that resourceVersion (a list at it must not answer
+``ResourceVersionTooLarge``). A restarted or replaced cluster fails one of the two; a watch
+would then hang silently (kube-apiserver keeps a watch from the future open and sends nothing)
+or replay a foreign history. Either failure relists; a list whose resourceVersion is below the
+saved one, or a new identity, *resets*: every listed object is rewritten and every row not
+listed is deleted, whatever the versions say, since versions of two histories do not compare.
+
 The resourceVersion the watcher resumes from is committed in the same transaction as the rows
 of the batch that reached it (``MirrorStatus.resource_version``). A watcher killed mid-batch
 therefore restarts from the previous batch's version and replays those events, which the store
@@ -19,13 +28,21 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.db import DatabaseError, close_old_connections, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from mirror.cluster import Cluster, ClusterError, Gone, Kind
+from mirror.cluster import (
+    Cluster,
+    ClusterError,
+    Gone,
+    Kind,
+    ResourceVersionTooLarge,
+    Unreachable,
+)
 from mirror.mapping import map_object, resource_version_of
 from mirror.models import MirrorStatus
 from mirror.store import (
@@ -60,17 +77,31 @@ def _uid_of(item: Any) -> str:
     return uid if isinstance(uid, str) else ""
 
 
+def _is_below(version: str, saved: str | None) -> bool:
+    """Whether ``version`` comes before ``saved`` (both integers, as every API server issues
+    them): the cluster's history went back."""
+    if not saved or not version.isdigit() or not saved.isdigit():
+        return False
+    return int(version) < int(saved)
+
+
 @dataclass
 class Backoff:
-    """Exponential backoff with full jitter: 0.5 s doubling up to 30 s."""
+    """Exponential backoff with jitter: 0.25 s doubling, each delay drawn from the upper half
+    of its ceiling. Capped at ``unreachable_cap`` (5 s) while the server does not answer at
+    all, so a restarted API server is used again within seconds, and at ``cap`` (30 s) while
+    it answers errors, so an overloaded one is not hammered."""
 
-    base: float = 0.5
+    base: float = 0.25
     cap: float = 30.0
+    unreachable_cap: float = 5.0
     attempt: int = 0
 
-    def next_delay(self) -> float:
-        self.attempt += 1
-        return random.uniform(0, min(self.cap, self.base * 2**self.attempt))  # noqa: S311
+    def next_delay(self, *, unreachable: bool = False) -> float:
+        self.attempt = min(self.attempt + 1, 32)
+        cap = min(self.cap, self.unreachable_cap) if unreachable else self.cap
+        ceiling = min(cap, self.base * 2**self.attempt)
+        return random.uniform(ceiling / 2, ceiling)  # noqa: S311
 
     def reset(self) -> None:
         self.attempt = 0
@@ -104,7 +135,13 @@ class Reflector:
         self.backoff = Backoff()
         status, _ = MirrorStatus.objects.get_or_create(kind=kind.value)
         self.resource_version: str | None = status.resource_version or None
-        self._listed_at = time.monotonic() if self.resource_version else None
+        self.cluster_uid = status.cluster_uid
+        self._identity = status.cluster_uid  # the cluster's, as last read; saved by a relist
+        # Persisted, so the resync interval spans the bounded runs of successive watchers.
+        self._listed_at = status.last_list_at
+        self._failing = bool(status.last_error)
+        self._relist_due = False
+        self._reset_due = False
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -127,8 +164,9 @@ class Reflector:
         while running():
             try:
                 refresh_connection()
-                if self.resource_version is None or self._resync_due():
-                    self.relist()
+                self.check_history()
+                if self.resource_version is None or self._relist_due or self._resync_due():
+                    self.relist(reset=self._reset_due)
                 self.watch(running)
                 self.backoff.reset()
             except Gone:
@@ -138,69 +176,136 @@ class Reflector:
                 self.resource_version = None
             except (ClusterError, DatabaseError) as error:
                 self._record_error(error)
-                stop.wait(self.backoff.next_delay())
+                stop.wait(self.backoff.next_delay(unreachable=isinstance(error, Unreachable)))
         self._set_state(MirrorStatus.State.STOPPED)
 
     def _resync_due(self) -> bool:
-        return self._listed_at is None or time.monotonic() - self._listed_at >= self.resync_seconds
+        if self._listed_at is None:
+            return True
+        return timezone.now() - self._listed_at >= timedelta(seconds=self.resync_seconds)
+
+    # -- continuity ----------------------------------------------------------------------------
+
+    def check_history(self) -> None:
+        """Checks that the saved position belongs to the cluster's current history; when it
+        does not, schedules a relist (a reset when the cluster's identity changed).
+
+        Two cheap requests: the ``kube-system`` namespace, and a one-item list that must not
+        be older than the saved resourceVersion. Both answered also means the server is back:
+        the last error is cleared.
+        """
+        identity = self.cluster.identity()
+        self._identity = identity or self.cluster_uid
+        if identity and self.cluster_uid and identity != self.cluster_uid:
+            logger.warning(
+                "%s: the cluster was replaced (kube-system uid %s, was %s): relisting",
+                self.kind,
+                identity,
+                self.cluster_uid,
+            )
+            self._relist_due = self._reset_due = True
+        elif identity and not self.cluster_uid:
+            self.cluster_uid = identity
+            MirrorStatus.objects.filter(kind=self.kind.value).update(cluster_uid=identity)
+        if self.resource_version and not self._relist_due:
+            try:
+                self.cluster.list_page(
+                    self.kind,
+                    limit=1,
+                    resource_version=self.resource_version,
+                    resource_version_match="NotOlderThan",
+                )
+            except ResourceVersionTooLarge:
+                # The cluster restarted below our resourceVersion, or this API server lags
+                # behind its peers: a fresh list (no resourceVersion: a consistent read) tells.
+                logger.warning(
+                    "%s: the API server has not reached resourceVersion %s: relisting",
+                    self.kind,
+                    self.resource_version,
+                )
+                self._relist_due = True
+        self._recovered()
 
     # -- list --------------------------------------------------------------------------------
 
-    def relist(self) -> Applied:
+    def relist(self, *, reset: bool = False) -> Applied:
         """Lists the kind page by page and makes the rows equal to it.
 
         Rows are written only for objects whose resourceVersion changed; rows of objects absent
         from the list are deleted unless a watch already wrote a newer version. Memory stays
         bounded by one page plus the set of uids.
+
+        A *reset* (``reset``, or a list older than the saved resourceVersion: the cluster's
+        history went back) rewrites every listed object and deletes every row not listed.
         """
         started = time.monotonic()
         self._set_state(MirrorStatus.State.LISTING)
+        # The identity is read with the list, so that the rows and it come from one cluster.
+        identity = self.cluster.identity()
+        if identity and self.cluster_uid and identity != self.cluster_uid and not reset:
+            logger.warning("%s: the cluster was replaced: resetting", self.kind)
+            reset = True
+        self._identity = identity or self._identity
         applied = Applied()
         seen: set[str] = set()
         continue_: str | None = None
         while True:
             page = self.cluster.list_page(self.kind, limit=self.page_size, continue_=continue_)
+            metadata = page.get("metadata") or {}
+            list_version = str(metadata.get("resourceVersion") or "")
+            if continue_ is None and not reset and _is_below(list_version, self.resource_version):
+                logger.warning(
+                    "%s: the cluster's history went back from %s to %s: resetting",
+                    self.kind,
+                    self.resource_version,
+                    list_version,
+                )
+                reset = True
             items = page.get("items") or []
             uids = [_uid_of(item) for item in items]
             seen.update(uid for uid in uids if uid)
             with transaction.atomic():
-                stored = stored_versions(self.kind, [uid for uid in uids if uid])
+                stored = {} if reset else stored_versions(self.kind, [u for u in uids if u])
                 # Only objects that changed are mapped: an unchanged relist costs the list
                 # and one indexed query per page.
                 changed = [
                     map_object(self.kind, item)
                     for item, uid in zip(items, uids, strict=True)
-                    if not uid or is_newer(resource_version_of(item), stored.get(uid))
+                    if reset or not uid or is_newer(resource_version_of(item), stored.get(uid))
                 ]
                 applied += upsert(self.kind, changed)
-            metadata = page.get("metadata") or {}
             continue_ = metadata.get("continue")
             if not continue_:
-                list_version = str(metadata.get("resourceVersion") or "")
                 break
         with transaction.atomic():
-            applied.deleted += delete_missing(self.kind, seen, list_version)
+            applied.deleted += delete_missing(self.kind, seen, "" if reset else list_version)
             if applied.written or applied.deleted:
                 self._after_change(None)
+            now = timezone.now()
             MirrorStatus.objects.filter(kind=self.kind.value).update(
                 resource_version=list_version,
+                cluster_uid=self._identity,
                 state=MirrorStatus.State.WATCHING,
                 relists_total=F("relists_total") + 1,
-                last_list_at=timezone.now(),
+                last_list_at=now,
                 last_list_seconds=time.monotonic() - started,
-                heartbeat_at=timezone.now(),
+                last_seen_at=now,
+                last_error="",
+                heartbeat_at=now,
                 watcher=self.watcher,
             )
-        self.resource_version = list_version
-        self._listed_at = time.monotonic()
+        self.resource_version, self.cluster_uid = list_version, self._identity
+        self._listed_at = now
+        self._failing = self._relist_due = self._reset_due = False
         logger.info(
-            "%s: listed %d objects at %s in %.2fs (%d written, %d deleted)",
+            "%s: listed %d objects at %s in %.2fs (%d written, %d deleted%s)",
             self.kind,
             len(seen),
             list_version,
             time.monotonic() - started,
             applied.written,
             applied.deleted,
+            ", reset" if reset else "",
         )
         return applied
 
@@ -224,7 +329,16 @@ class Reflector:
         self._set_state(MirrorStatus.State.WATCHING)
         batch: list[dict[str, Any]] = []
         first_received: float | None = None
+        next_check = time.monotonic() + 0.5
         while True:
+            # A busy stream (events or frequent bookmarks) never pauses: still honour stop
+            # and renew the lock on time.
+            if time.monotonic() >= next_check:
+                next_check = time.monotonic() + 0.5
+                if not running():
+                    if batch:
+                        self._commit(batch, first_received)
+                    return
             try:
                 received, item = events.get(timeout=0.05 if batch else 0.5)
             except queue.Empty:
@@ -275,6 +389,7 @@ class Reflector:
                 resource_version=version,
                 events_total=F("events_total") + len(batch),
                 last_event_at=now,
+                last_seen_at=now,
                 heartbeat_at=now,
                 lag_seconds=(time.monotonic() - first_received) if first_received else None,
             )
@@ -295,11 +410,17 @@ class Reflector:
             refresh_device_classes.delay_on_commit(None)
 
     def _bookmark(self, version: str) -> None:
+        """A bookmark moves the resume point and proves the stream is alive and current."""
+        now = timezone.now()
         if version and version != self.resource_version:
             MirrorStatus.objects.filter(kind=self.kind.value).update(
-                resource_version=version, heartbeat_at=timezone.now()
+                resource_version=version, last_seen_at=now, heartbeat_at=now
             )
             self.resource_version = version
+        else:
+            MirrorStatus.objects.filter(kind=self.kind.value).update(
+                last_seen_at=now, heartbeat_at=now
+            )
 
     # -- status ------------------------------------------------------------------------------
 
@@ -320,8 +441,16 @@ class Reflector:
         except DatabaseError:
             logger.warning("%s: could not record state %s", self.kind, state)
 
+    def _recovered(self) -> None:
+        """The API server answered again: the last error stops showing (its time and the
+        error count stay)."""
+        if self._failing:
+            MirrorStatus.objects.filter(kind=self.kind.value).update(last_error="")
+            self._failing = False
+
     def _record_error(self, error: Exception) -> None:
         logger.warning("%s: %s: %s", self.kind, type(error).__name__, error)
+        self._failing = True
         try:
             refresh_connection()
             MirrorStatus.objects.filter(kind=self.kind.value).update(

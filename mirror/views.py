@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
@@ -40,8 +41,13 @@ def rows_per_kind() -> list[KindRows]:
 def mirror_status(request: HttpRequest) -> HttpResponse:
     if not request.user.is_staff:
         raise PermissionDenied("The mirror's health is for portal admins.")
+    statuses = list(MirrorStatus.objects.all())
+    stale = [status for status in statuses if status.is_stale]
     context = {
-        "statuses": list(MirrorStatus.objects.all()),
+        "statuses": statuses,
+        "stale": stale,
+        "very_stale": any(s.freshness == MirrorStatus.Freshness.VERY_STALE for s in stale),
+        "stale_seconds": settings.MIRROR_STALE_SECONDS,
         "kinds": rows_per_kind(),
     }
     return render(request, "mirror/mirrorstatus_list.html", context)

@@ -13,6 +13,7 @@ from django.db.models import Count, Q
 
 from claims.models import ResourceClaim
 from devices.models import Device, DeviceState, Node
+from mirror.models import MirrorStatus
 
 __all__ = ["cluster_overview"]
 
@@ -20,7 +21,9 @@ __all__ = ["cluster_overview"]
 def cluster_overview(user: AbstractBaseUser | AnonymousUser) -> dict[str, Any] | None:
     """Nodes, whole GPUs by model, device states and the user's claims, or ``None`` while the
     mirror holds neither nodes nor devices. A fixed handful of queries; device states come from
-    the column the mirror keeps, so free + shared + allocated + blocked + tainted = devices."""
+    the column the mirror keeps, so free + shared + allocated + blocked + tainted = devices.
+    ``stale_mirror``: the kinds the mirror has not heard from for too long (their rows may be
+    out of date), for the dashboard's warning."""
     node_count = Node.objects.count()
     devices = Device.objects.visible_to(user)
     states = devices.aggregate(
@@ -57,4 +60,5 @@ def cluster_overview(user: AbstractBaseUser | AnonymousUser) -> dict[str, Any] |
         "blocked_count": states["blocked"],
         "tainted_count": states["tainted"],
         "claims": claims,
+        "stale_mirror": list(MirrorStatus.objects.stale().only("kind", "last_seen_at")),
     }

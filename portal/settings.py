@@ -224,6 +224,8 @@ KUBE_CONTEXT = env_str("KUBE_CONTEXT")
 WATCH_RUN_SECONDS = env_int("WATCH_RUN_SECONDS", 240)  # one bounded watcher task
 WATCH_REQUEST_SECONDS = env_int("WATCH_REQUEST_SECONDS", 60)  # timeoutSeconds of one watch
 MIRROR_RESYNC_SECONDS = env_int("MIRROR_RESYNC_SECONDS", 15 * 60)  # full relist + reconcile
+# A kind not heard from (event, bookmark or list) for longer is stale (amber); twice, red.
+MIRROR_STALE_SECONDS = env_int("MIRROR_STALE_SECONDS", 90)
 WATCHER_LOCK_TTL = env_int("WATCHER_LOCK_TTL", 30)
 WATCHER_LOCK_PREFIX = env_str("WATCHER_LOCK_PREFIX", "dra-portal:watcher:")  # one per portal
 

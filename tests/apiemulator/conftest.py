@@ -10,7 +10,7 @@ import pytest
 from apiemulator import Emulator
 from mirror.cluster import Cluster, ClusterConfig
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "devices" / "fixtures"
 
 
 @pytest.fixture
@@ -28,5 +28,5 @@ def cluster(emulator: Emulator) -> Iterator[Cluster]:
 @pytest.fixture
 def fixtures_dir() -> Path:
     if not FIXTURES.is_dir():
-        pytest.skip(f"shared fixtures not found at {FIXTURES}")
+        pytest.skip(f"fixtures not found at {FIXTURES}")
     return FIXTURES

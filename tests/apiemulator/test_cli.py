@@ -28,6 +28,10 @@ def test_python_m_apiemulator_serves_fixtures_and_version(
             "v1.36.0",
             "--kubeconfig",
             str(kubeconfig),
+            "--initial-resource-version",
+            "7000",
+            "--cluster-uid",
+            "c1c1c1c1-0000-4000-8000-000000000000",
             "--fixtures",
             str(fixtures_dir / "deviceclasses.json"),
             str(fixtures_dir / "dra-example-driver.json"),
@@ -46,6 +50,8 @@ def test_python_m_apiemulator_serves_fixtures_and_version(
             assert cluster.version().git_version == "v1.36.0"
             assert len(cluster.list_page(Kind.DEVICE_CLASSES)["items"]) == 6
             assert len(cluster.list_page(Kind.RESOURCE_SLICES)["items"]) == 1
+            assert cluster.identity() == "c1c1c1c1-0000-4000-8000-000000000000"
+            assert int(cluster.list_page(Kind.NODES)["metadata"]["resourceVersion"]) > 7000
         assert match.group(1) in kubeconfig.read_text()
     finally:
         process.send_signal(signal.SIGTERM)

@@ -1,4 +1,4 @@
-"""Loading the shared kubectl `List` fixtures keeps every object as captured."""
+"""Loading the kubectl `List` fixtures (`devices/fixtures`) keeps every object as captured."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def test_loading_a_directory_keeps_uids_specs_and_allocations(
 def test_loading_creates_the_namespaces_and_nodes_fixtures_refer_to(
     emulator: Emulator, cluster: Cluster, fixtures_dir: Path
 ) -> None:
-    emulator.load_files(fixtures_dir)
+    emulator.load_files([fixtures_dir / name for name in FILES])  # no nodes.json: made here
     namespaces = {i["metadata"]["name"] for i in cluster.list_page(Kind.NAMESPACES)["items"]}
     nodes = {i["metadata"]["name"]: i for i in cluster.list_page(Kind.NODES)["items"]}
     slices = items(fixtures_dir / "nvidia-dgx-h100.json")
