@@ -10,7 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Features", "FEATURE_NAMES", "NEWEST_VERSION", "parse_features", "parse_version"]
+__all__ = [
+    "FEATURE_NAMES",
+    "NEWEST_VERSION",
+    "OLDEST_VERSION",
+    "FeatureError",
+    "Features",
+    "parse_features",
+    "parse_version",
+]
 
 FEATURE_NAMES = (
     "adminAccess",
@@ -79,7 +87,12 @@ class FeatureError(ValueError):
 
 
 def parse_version(value: Any) -> tuple[int, int]:
-    """``"1.35"`` (or ``"v1.35.2"``) → (1, 35); None → newest. Versions before 1.34 act as 1.34."""
+    """``"1.35"`` (or ``"v1.35.2"``) → (1, 35); None → newest.
+
+    Versions before 1.34 are refused rather than emulated: ``resource.k8s.io/v1``, the only API
+    version the contract speaks, is served from Kubernetes 1.34 on, so an older cluster could not
+    have sent these objects.
+    """
     if value is None:
         return NEWEST_VERSION
     if not isinstance(value, str):
@@ -89,22 +102,33 @@ def parse_version(value: Any) -> tuple[int, int]:
         major, minor = int(parts[0]), int(parts[1])
     except (IndexError, ValueError):
         raise FeatureError(f'kubernetesVersion: must look like "1.35", not {value!r}') from None
-    return max((major, minor), OLDEST_VERSION)
+    if major != 1 or minor < OLDEST_VERSION[1]:
+        oldest = ".".join(map(str, OLDEST_VERSION))
+        raise FeatureError(
+            f"kubernetesVersion: {value!r} is not supported: DRA's resource.k8s.io/v1 API needs "
+            f"Kubernetes {oldest} or newer"
+        )
+    return (major, minor)
 
 
 def parse_features(raw: Any, version: tuple[int, int] = NEWEST_VERSION) -> Features:
     """Build :class:`Features` from the contract's ``features`` object.
 
-    Omitted flags are off; flags this allocator does not model are ignored.
+    Omitted flags are off. An unknown name is refused: a misspelt flag silently left off would
+    change the answer without saying so.
     """
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise FeatureError("features: must be an object")
+    unknown = sorted(str(name) for name in raw if name not in FEATURE_NAMES)
+    if unknown:
+        raise FeatureError(
+            f"features: unknown feature {', '.join(map(repr, unknown))} "
+            f"(known: {', '.join(FEATURE_NAMES)})"
+        )
     values: dict[str, bool] = {}
     for name, enabled in raw.items():
-        if name not in FEATURE_NAMES:
-            continue  # newer gates (e.g. listTypeAttributes) are not modelled; ignore them
         if not isinstance(enabled, bool):
             raise FeatureError(f"features.{name}: must be true or false")
         values[name] = enabled

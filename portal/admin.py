@@ -1,93 +1,121 @@
-"""Django admin for the tenancy domain. Every change made here lands in the audit trail."""
+"""Django admin for the tenancy domain.
+
+Tenants, namespaces, memberships and quotas are written through ``portal.services.tenants``,
+like the API and the pages: same validation, same row locks, same audit events.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.forms import BaseInlineFormSet, ModelForm
 from django.http import HttpRequest
 from django.utils import timezone
 
 from portal.models import ApiToken, AuditEvent, Membership, Quota, Tenant, TenantNamespace
-from portal.services.audit import record_event, snapshot
+from portal.services import tenants as tenant_services
+from portal.services.audit import record_event
 
 
-def _tenant_of(obj: models.Model) -> Tenant | None:
-    if isinstance(obj, Tenant):
-        return obj
-    return getattr(obj, "tenant", None)
+class QuotaForm(ModelForm):
+    """Shows the services' quota checks (unknown DeviceClass, lease limit) on the form's fields."""
+
+    class Meta:
+        model = Quota
+        fields = [
+            "tenant",
+            "device_class_name",
+            "max_devices",
+            "max_device_memory",
+            "max_claims",
+            "max_lease",
+        ]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        try:
+            tenant_services.validate_quota(
+                device_class_name=cleaned.get("device_class_name") or "",
+                max_lease=cleaned.get("max_lease"),
+            )
+        except ValidationError as error:
+            self._update_errors(error)
+        return cleaned
 
 
-class AuditedAdmin(admin.ModelAdmin):
-    """Records an audit event for each save and delete, with the values before and after."""
+def _limits(obj: Quota) -> dict[str, Any]:
+    return {
+        "max_devices": obj.max_devices,
+        "max_device_memory": obj.max_device_memory,
+        "max_claims": obj.max_claims,
+        "max_lease": obj.max_lease,
+    }
+
+
+def _adopt(obj: models.Model, saved: models.Model) -> None:
+    """Copies the row a service wrote into the admin's instance (redirects and messages use it)."""
+    for field in obj._meta.concrete_fields:
+        setattr(obj, field.attname, getattr(saved, field.attname))
+    obj._state.adding = False
+
+
+def _existing(obj: models.Model) -> Any:
+    """The row as stored, before the admin form's changes; None for a new object."""
+    return type(obj)._default_manager.filter(pk=obj.pk).first() if obj.pk else None
+
+
+class ServiceAdmin(admin.ModelAdmin):
+    """An admin whose writes go through ``portal.services.tenants`` (STYLE §4).
+
+    The services take the row locks, validate and record the audit events, exactly as for the
+    API and the pages; Django's default ``save_model``/``delete_model`` would write the rows
+    directly. Subclasses say how to save and delete one object, and ``save_inline`` handles the
+    tenant page's inline rows.
+    """
+
+    def save_object(self, request: HttpRequest, obj: Any, previous: Any) -> models.Model:
+        raise NotImplementedError
+
+    def delete_object(self, request: HttpRequest, obj: Any) -> None:
+        raise NotImplementedError
 
     def save_model(self, request: HttpRequest, obj: Any, form: ModelForm, change: bool) -> None:
         with transaction.atomic():
-            before = snapshot(type(obj).objects.get(pk=obj.pk)) if change else None
-            super().save_model(request, obj, form, change)
-            after = snapshot(obj)
-            if before != after:
-                record_event(
-                    actor=request.user,
-                    action=AuditEvent.Action.UPDATED if change else AuditEvent.Action.CREATED,
-                    obj=obj,
-                    tenant=_tenant_of(obj),
-                    before=before,
-                    after=after,
-                )
+            _adopt(obj, self.save_object(request, obj, _existing(obj) if change else None))
 
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
-        with transaction.atomic():
-            record_event(
-                actor=request.user,
-                action=AuditEvent.Action.DELETED,
-                obj=obj,
-                tenant=_tenant_of(obj),
-                before=snapshot(obj),
-            )
-            super().delete_model(request, obj)
+        self.delete_object(request, obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: models.QuerySet) -> None:
-        for obj in queryset:
-            self.delete_model(request, obj)
-
-    def save_formset(
-        self, request: HttpRequest, form: ModelForm, formset: BaseInlineFormSet, change: bool
-    ) -> None:
         with transaction.atomic():
-            for deleted in formset.deleted_forms:
-                if deleted.instance.pk:
-                    record_event(
-                        actor=request.user,
-                        action=AuditEvent.Action.DELETED,
-                        obj=deleted.instance,
-                        tenant=_tenant_of(deleted.instance),
-                        before=snapshot(deleted.instance),
-                    )
-            changed = [
-                f for f in formset.forms if f.has_changed() and f not in formset.deleted_forms
-            ]
-            befores = {
-                f.instance.pk: snapshot(type(f.instance).objects.get(pk=f.instance.pk))
-                for f in changed
-                if f.instance.pk
-            }
-            super().save_formset(request, form, formset, change)
-            for inline_form in changed:
-                obj = inline_form.instance
-                if obj.pk is None:
-                    continue
-                before = befores.get(obj.pk)
-                record_event(
-                    actor=request.user,
-                    action=AuditEvent.Action.UPDATED if before else AuditEvent.Action.CREATED,
-                    obj=obj,
-                    tenant=_tenant_of(obj),
-                    before=before,
-                    after=snapshot(obj),
-                )
+            for obj in queryset:
+                self.delete_object(request, obj)
+
+
+def _save_quota(request: HttpRequest, obj: Quota, previous: Quota | None) -> Quota:
+    return tenant_services.save_quota(
+        actor=request.user,
+        tenant=obj.tenant,
+        device_class_name=obj.device_class_name,
+        previous=previous,
+        **_limits(obj),
+    )
+
+
+def _save_membership(
+    request: HttpRequest, obj: Membership, previous: Membership | None
+) -> Membership:
+    if previous is not None and (previous.user_id, previous.tenant_id) != (
+        obj.user_id,
+        obj.tenant_id,
+    ):
+        tenant_services.remove_member(actor=request.user, membership=previous)
+    return tenant_services.set_member(
+        actor=request.user, tenant=obj.tenant, user=obj.user, role=Membership.Role(obj.role)
+    )
 
 
 class TenantNamespaceInline(admin.TabularInline):
@@ -103,11 +131,12 @@ class MembershipInline(admin.TabularInline):
 
 class QuotaInline(admin.TabularInline):
     model = Quota
+    form = QuotaForm
     extra = 1
 
 
 @admin.register(Tenant)
-class TenantAdmin(AuditedAdmin):
+class TenantAdmin(ServiceAdmin):
     list_display = ["name", "slug", "namespace_list", "member_count", "requires_approval"]
     list_filter = ["requires_approval"]
     search_fields = ["name", "slug", "namespaces__name", "memberships__user__username"]
@@ -130,12 +159,61 @@ class TenantAdmin(AuditedAdmin):
     def member_count(self, obj: Tenant) -> int:
         return obj.members  # type: ignore[attr-defined]
 
+    def save_object(self, request: HttpRequest, obj: Tenant, previous: Tenant | None) -> Tenant:
+        fields = {name: getattr(obj, name) for name in tenant_services.TENANT_FIELDS}
+        return tenant_services.save_tenant(actor=request.user, tenant=previous, **fields)
+
+    def delete_object(self, request: HttpRequest, obj: Tenant) -> None:
+        tenant_services.delete_tenant(actor=request.user, tenant=obj)
+
+    def save_formset(
+        self, request: HttpRequest, form: ModelForm, formset: BaseInlineFormSet, change: bool
+    ) -> None:
+        """Applies the inline rows through the services, and tells the admin's change message
+        what changed (``formset.save()`` would have recorded it)."""
+        tenant: Tenant = form.instance
+        deleted = [f.instance for f in formset.deleted_forms if f.instance.pk]
+        changed = [f for f in formset.forms if f.has_changed() and f not in formset.deleted_forms]
+        formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], deleted
+        with transaction.atomic():
+            if formset.model is TenantNamespace and (changed or deleted):
+                names = [
+                    f.cleaned_data["name"]
+                    for f in formset.forms
+                    if f not in formset.deleted_forms and f.cleaned_data.get("name")
+                ]
+                tenant_services.set_tenant_namespaces(
+                    actor=request.user, tenant=tenant, namespaces=names
+                )
+                saved = {n.name: n for n in TenantNamespace.objects.filter(tenant=tenant)}
+                for inline_form in changed:
+                    inline_form.instance = saved[inline_form.cleaned_data["name"]]
+            elif formset.model is not TenantNamespace:
+                for obj in deleted:
+                    if isinstance(obj, Quota):
+                        tenant_services.delete_quota(actor=request.user, quota=obj)
+                    else:
+                        tenant_services.remove_member(actor=request.user, membership=obj)
+                for inline_form in changed:
+                    obj = inline_form.instance
+                    obj.tenant = tenant
+                    previous = _existing(obj)
+                    save = _save_quota if isinstance(obj, Quota) else _save_membership
+                    inline_form.instance = save(request, obj, previous)
+            for inline_form in changed:
+                if inline_form.initial and inline_form.instance.pk:
+                    formset.changed_objects.append((inline_form.instance, inline_form.changed_data))
+                else:
+                    formset.new_objects.append(inline_form.instance)
+
 
 @admin.register(Quota)
-class QuotaAdmin(AuditedAdmin):
+class QuotaAdmin(ServiceAdmin):
+    form = QuotaForm
     list_display = [
         "tenant",
         "device_class_name",
+        "in_cluster",
         "max_devices",
         "max_device_memory",
         "max_claims",
@@ -145,14 +223,36 @@ class QuotaAdmin(AuditedAdmin):
     search_fields = ["tenant__name", "device_class_name"]
     list_select_related = ["tenant"]
 
+    def get_queryset(self, request: HttpRequest) -> models.QuerySet[Quota]:
+        return super().get_queryset(request).with_cluster_presence()  # type: ignore[attr-defined]
+
+    @admin.display(description="In cluster", boolean=True, ordering="device_class_in_cluster")
+    def in_cluster(self, obj: Quota) -> bool:
+        """False: the mirror has no DeviceClass of this name ("class not in cluster")."""
+        return bool(getattr(obj, "device_class_in_cluster", False))
+
+    def save_object(self, request: HttpRequest, obj: Quota, previous: Quota | None) -> Quota:
+        return _save_quota(request, obj, previous)
+
+    def delete_object(self, request: HttpRequest, obj: Quota) -> None:
+        tenant_services.delete_quota(actor=request.user, quota=obj)
+
 
 @admin.register(Membership)
-class MembershipAdmin(AuditedAdmin):
+class MembershipAdmin(ServiceAdmin):
     list_display = ["user", "tenant", "role", "created_at"]
     list_filter = ["role", "tenant"]
     search_fields = ["user__username", "user__email", "tenant__name"]
     autocomplete_fields = ["user"]
     list_select_related = ["user", "tenant"]
+
+    def save_object(
+        self, request: HttpRequest, obj: Membership, previous: Membership | None
+    ) -> Membership:
+        return _save_membership(request, obj, previous)
+
+    def delete_object(self, request: HttpRequest, obj: Membership) -> None:
+        tenant_services.remove_member(actor=request.user, membership=obj)
 
 
 @admin.register(AuditEvent)

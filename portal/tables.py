@@ -9,8 +9,12 @@ __all__ = ["AuditEventTable", "TenantTable"]
 
 class TenantTable(tables.Table):
     name = tables.Column(linkify=True)
+    # Named explicitly: for a reverse relation django-tables2 would take the verbose name of
+    # the foreign key on the other side ("tenant").
     namespaces = tables.TemplateColumn(
-        template_name="portal/includes/namespace_badges.html", orderable=False
+        template_name="portal/includes/namespace_badges.html",
+        verbose_name="Namespaces",
+        orderable=False,
     )
     member_count = tables.Column(verbose_name="Members", attrs={"td": {"class": "text-end"}})
     quota_count = tables.Column(verbose_name="Quotas", attrs={"td": {"class": "text-end"}})

@@ -1,14 +1,16 @@
 """The ``manage.py allocate`` contract: one case dict in, one output dict out (DESIGN §5).
 
-A case holds ``name``, optional ``kubernetesVersion`` and ``features``, ``nodes``,
-``deviceClasses``, ``resourceSlices``, ``allocatedClaims``, ``claims`` and ``node`` (a node name,
-or null to let the allocator choose). The output is one of::
+A case holds ``name``, optional ``kubernetesVersion`` (1.34 or newer) and ``features`` (known
+names only), ``nodes``, ``deviceClasses``, ``resourceSlices``, ``allocatedClaims``, ``claims``
+(at least one) and ``node`` (a node name, or null to let the allocator choose). The output is
+one of::
 
     {"name": ..., "status": "allocated", "node": ..., "allocations": [<status.allocation>, ...]}
     {"name": ..., "status": "unsatisfiable"}
     {"name": ..., "status": "error", "error": "..."}
 
-Nothing here raises for bad input: malformed objects become an ``error`` output naming them.
+Nothing here raises for bad input: malformed objects, an unsupported version, an unknown
+feature and a case without claims become an ``error`` output saying what is wrong.
 """
 
 from __future__ import annotations
@@ -96,5 +98,8 @@ def run_case(case: Any) -> dict[str, Any]:
             raise InvalidObject("node: must be a node name or null")
     except (InvalidObject, FeatureError) as error:
         return {"name": name, "status": "error", "error": str(error)}
+    if not claims:
+        # Nothing to place is a malformed request, not a cluster too small to satisfy it.
+        return {"name": name, "status": "error", "error": "no claims to allocate"}
     outcome = cluster.allocate(claims, node_name)
     return outcome_json(name, outcome, cluster)

@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from portal.models import AuditEvent, Membership, Quota, Tenant
+from portal.services.tenants import cluster_device_class_names
 
 __all__ = [
     "AuditEventSerializer",
@@ -76,6 +77,10 @@ class TenantSerializer(serializers.ModelSerializer):
 
 class QuotaSerializer(serializers.ModelSerializer):
     tenant = serializers.SlugRelatedField(slug_field="slug", queryset=Tenant.objects.all())
+    device_class_in_cluster = serializers.SerializerMethodField(
+        help_text="Whether the mirrored cluster has this DeviceClass (false also while the "
+        "mirror holds no DeviceClass yet)."
+    )
 
     class Meta:
         model = Quota
@@ -87,9 +92,17 @@ class QuotaSerializer(serializers.ModelSerializer):
             "max_device_memory",
             "max_claims",
             "max_lease",
+            "device_class_in_cluster",
             "updated_at",
         ]
         read_only_fields = ["id", "updated_at"]
+
+    def get_device_class_in_cluster(self, quota: Quota) -> bool:
+        annotated = getattr(quota, "device_class_in_cluster", None)
+        if annotated is not None:
+            return bool(annotated)
+        # A quota just written by a service carries no annotation: look it up once.
+        return quota.device_class_name in cluster_device_class_names()
 
 
 class AuditEventSerializer(serializers.ModelSerializer):

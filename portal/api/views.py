@@ -77,26 +77,27 @@ class QuotaViewSet(viewsets.ModelViewSet):
     ordering_fields = ["device_class_name", "updated_at"]
 
     def get_queryset(self) -> QuerySet[Quota]:
-        return Quota.objects.visible_to(self.request.user).select_related("tenant")
+        return (
+            Quota.objects.visible_to(self.request.user)
+            .with_cluster_presence()
+            .select_related("tenant")
+        )
 
     def _save(self, serializer: QuotaSerializer) -> None:
         data: dict[str, Any] = dict(serializer.validated_data)
-        if serializer.instance is not None:
-            data.setdefault("tenant", serializer.instance.tenant)
-            data.setdefault("device_class_name", serializer.instance.device_class_name)
-            if (data["tenant"], data["device_class_name"]) != (
-                serializer.instance.tenant,
-                serializer.instance.device_class_name,
-            ):
-                tenant_services.delete_quota(actor=self.request.user, quota=serializer.instance)
+        previous = serializer.instance
+        if previous is not None:
+            data.setdefault("tenant", previous.tenant)
+            data.setdefault("device_class_name", previous.device_class_name)
         limits = {
-            key: data.get(key, getattr(serializer.instance, key, None))
+            key: data.get(key, getattr(previous, key, None))
             for key in ("max_devices", "max_device_memory", "max_claims", "max_lease")
         }
         serializer.instance = tenant_services.save_quota(
             actor=self.request.user,
             tenant=data["tenant"],
             device_class_name=data["device_class_name"],
+            previous=previous,
             **limits,
         )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from django.apps import apps
 from django.db import models
 
 from portal.models.tenants import Tenant
@@ -18,6 +19,16 @@ class QuotaQuerySet(models.QuerySet["Quota"]):
     def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> QuotaQuerySet:
         """Quotas of the tenants the user may see."""
         return self.filter(tenant__in=Tenant.objects.visible_to(user))
+
+    def with_cluster_presence(self) -> QuotaQuerySet:
+        """Annotates ``device_class_in_cluster``: whether the mirror holds a DeviceClass of that
+        name. The model comes from the app registry: ``portal`` may not import ``devices``."""
+        device_class = apps.get_model("devices", "DeviceClass")
+        return self.annotate(
+            device_class_in_cluster=models.Exists(
+                device_class.objects.filter(name=models.OuterRef("device_class_name"))
+            )
+        )
 
 
 class Quota(models.Model):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from django.apps import apps
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -20,6 +21,7 @@ from portal.models import AuditEvent, Membership, Quota, Tenant, TenantNamespace
 from portal.services.audit import record_event, snapshot
 
 __all__ = [
+    "cluster_device_class_names",
     "delete_quota",
     "delete_tenant",
     "remove_member",
@@ -27,6 +29,7 @@ __all__ = [
     "save_tenant",
     "set_member",
     "set_tenant_namespaces",
+    "validate_quota",
 ]
 
 TENANT_FIELDS = ["name", "slug", "description", "requires_approval"]
@@ -156,6 +159,38 @@ def remove_member(*, actor: AbstractBaseUser | None, membership: Membership) -> 
         membership.delete()
 
 
+def cluster_device_class_names() -> set[str]:
+    """Names of the DeviceClasses mirrored from the cluster; empty while the mirror has none.
+
+    The mirrored model is looked up through the app registry rather than imported: ``portal``
+    sits below ``devices`` in the layering (``dra`` ← ``portal`` ← ``devices`` ← ``claims`` ←
+    ``mirror``), and an import would close a loop the import contract forbids.
+    """
+    device_class = apps.get_model("devices", "DeviceClass")
+    return set(device_class.objects.values_list("name", flat=True))
+
+
+def validate_quota(*, device_class_name: str, max_lease: dt.timedelta | None) -> None:
+    """Refuses a quota the cluster could never apply; raises ``ValidationError`` by field.
+
+    A class the mirrored cluster does not have is refused, naming the classes it does have. While
+    the mirror holds no DeviceClass at all (not synced yet, or no driver installed) nothing can
+    be checked, so the quota is accepted and pages mark it "class not in cluster"
+    (``Quota.objects.with_cluster_presence()``).
+    """
+    errors: dict[str, str] = {}
+    known = cluster_device_class_names()
+    if device_class_name and known and device_class_name not in known:
+        errors["device_class_name"] = (
+            f"The cluster has no DeviceClass “{device_class_name}”. "
+            f"Its classes are: {', '.join(sorted(known))}."
+        )
+    if max_lease is not None and max_lease <= dt.timedelta(0):
+        errors["max_lease"] = "A lease limit must be longer than zero (blank: unlimited)."
+    if errors:
+        raise ValidationError(errors)
+
+
 def save_quota(
     *,
     actor: AbstractBaseUser | None,
@@ -165,8 +200,16 @@ def save_quota(
     max_device_memory: int | None = None,
     max_claims: int | None = None,
     max_lease: dt.timedelta | None = None,
+    previous: Quota | None = None,
 ) -> Quota:
-    """Creates or replaces the tenant's quota for one device class (blank limits: unlimited)."""
+    """Creates or replaces the tenant's quota for one device class (blank limits: unlimited).
+
+    Locks the quota row for the read-compare-write, so concurrent writers (admin, API, pages)
+    cannot lose each other's limits. ``previous`` is the quota being edited: when it belonged to
+    another tenant or class it is deleted in the same transaction (a quota is keyed by tenant and
+    class). Raises ``ValidationError`` as :func:`validate_quota` does.
+    """
+    validate_quota(device_class_name=device_class_name, max_lease=max_lease)
     values = {
         "max_devices": max_devices,
         "max_device_memory": max_device_memory,
@@ -174,6 +217,13 @@ def save_quota(
         "max_lease": max_lease,
     }
     with transaction.atomic():
+        if previous is not None and previous.pk is not None:
+            moved = (previous.tenant_id, previous.device_class_name) != (
+                tenant.pk,
+                device_class_name,
+            )
+            if moved:
+                delete_quota(actor=actor, quota=previous)
         quota = (
             Quota.objects.select_for_update()
             .filter(tenant=tenant, device_class_name=device_class_name)

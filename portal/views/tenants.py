@@ -50,7 +50,7 @@ def tenant_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "tenant": tenant,
         "namespaces": tenant.namespaces.all(),
         "memberships": tenant.memberships.select_related("user").order_by("user__username"),
-        "quotas": tenant.quotas.all(),
+        "quotas": tenant.quotas.with_cluster_presence(),
         "can_administer": can_administer,
         "audit_table": audit_table,
     }

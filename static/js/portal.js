@@ -1,4 +1,19 @@
-// Small behaviours that need no framework: copy-to-clipboard buttons.
+// Small behaviours that need no framework.
+
+// htmx swaps only 2xx responses by default. Our forms answer a validation error with 422 and the
+// form re-rendered with its errors (the status tells scripts and tests the truth), so 422 is
+// swapped like a success; other 4xx/5xx stay errors and are not swapped.
+if (window.htmx) {
+  htmx.config.responseHandling = [
+    { code: "204", swap: false },
+    { code: "[23]..", swap: true },
+    { code: "422", swap: true, error: false },
+    { code: "[45]..", swap: false, error: true },
+    { code: "...", swap: false },
+  ];
+}
+
+// Copy-to-clipboard buttons.
 document.addEventListener("click", (event) => {
   const button = event.target.closest("[data-copy]");
   if (!button) return;

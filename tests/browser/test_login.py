@@ -49,3 +49,22 @@ def test_a_user_creates_an_api_token_without_a_page_reload(
     assert token.input_value().startswith("drap_")
     assert page.locator("td:has-text('CI pipeline')").is_visible()
     page.screenshot(path=artifacts_dir / "api-tokens.png", full_page=True)
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_token_form_error_is_shown_in_the_form(
+    browser_page, sign_in, live_server, alice, artifacts_dir
+):
+    page = browser_page
+    sign_in(page, "alice")
+    page.wait_for_selector("h1:has-text('Dashboard')")
+    page.goto(f"{live_server.url}/account/tokens/")
+    with page.expect_response(lambda response: response.status == 422):
+        page.click("button:has-text('Create token')")  # no name: the server answers 422
+    error = page.wait_for_selector("#token-panel .invalid-feedback")
+    assert error.is_visible()
+    assert error.inner_text() == "This field is required."
+    assert "is-invalid" in (page.get_attribute("input[name=name]", "class") or "")
+    assert page.url == f"{live_server.url}/account/tokens/"  # swapped in place, no reload
+    page.screenshot(path=artifacts_dir / "api-token-error.png", full_page=True)

@@ -59,3 +59,48 @@ def test_it_runs_as_a_subprocess_without_a_database():
         check=True,
     )
     assert json.loads(completed.stdout.splitlines()[0])["status"] == "allocated"
+
+
+def test_it_refuses_an_old_kubernetes_version_and_unknown_features_per_case():
+    lines = [
+        json.dumps(dict(case(version="1.20"), name="old")),
+        json.dumps(dict(case(features={"adminAcess": True}), name="typo")),
+        json.dumps(dict(case(claims=[]), name="empty")),
+        json.dumps(dict(case(), name="fine")),
+    ]
+    outputs = _call("\n".join(lines) + "\n")
+    assert outputs[:3] == [
+        {
+            "name": "old",
+            "status": "error",
+            "error": "kubernetesVersion: '1.20' is not supported: DRA's resource.k8s.io/v1 API "
+            "needs Kubernetes 1.34 or newer",
+        },
+        {
+            "name": "typo",
+            "status": "error",
+            "error": "features: unknown feature 'adminAcess' (known: adminAccess, prioritizedList, "
+            "partitionableDevices, consumableCapacity, deviceTaints, deviceBinding, deviceStatus)",
+        },
+        {"name": "empty", "status": "error", "error": "no claims to allocate"},
+    ]
+    assert outputs[3]["status"] == "allocated"
+
+
+def test_its_help_describes_the_input_and_output_lines():
+    completed = subprocess.run(
+        [sys.executable, "manage.py", "allocate", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=True,
+    )
+    text = completed.stdout
+    assert "JSON Lines" in text
+    for field in ("kubernetesVersion", "features", "deviceClasses", "resourceSlices", "claims"):
+        assert field in text
+    assert '"status": "allocated"' in text
+    assert '"status": "unsatisfiable"' in text
+    assert '"status": "error", "error"' in text
+    assert "1.34" in text

@@ -2,8 +2,11 @@
 
 import pytest
 
+from dra.allocator import run_case
+
 from .cases import (
     ALL_FEATURES,
+    case,
     claim,
     device_class,
     first_available,
@@ -178,3 +181,36 @@ def test_malformed_objects_are_errors_naming_the_object():
     output = run(slices=[broken])
     assert output["status"] == "error"
     assert output["error"] == "resourceSlices[0] (slice-1): spec.pool: required"
+
+
+@pytest.mark.parametrize("version", ["1.20", "1.33", "v1.33.4", "2.0"])
+def test_a_kubernetes_version_without_the_v1_dra_api_is_an_error(version):
+    output = run(version=version)
+    assert output == {
+        "name": "case",
+        "status": "error",
+        "error": f"kubernetesVersion: {version!r} is not supported: DRA's resource.k8s.io/v1 "
+        "API needs Kubernetes 1.34 or newer",
+    }
+
+
+@pytest.mark.parametrize("version", ["1.34", "v1.35.2", "1.36"])
+def test_supported_kubernetes_versions_allocate(version):
+    assert run(version=version)["status"] == "allocated"
+
+
+def test_an_unknown_feature_name_is_an_error_listing_the_known_ones():
+    output = run(features={**ALL_FEATURES, "prioritisedList": True, "DRAAdminAccess": False})
+    assert output["status"] == "error"
+    assert output["error"] == (
+        "features: unknown feature 'DRAAdminAccess', 'prioritisedList' (known: adminAccess, "
+        "prioritizedList, partitionableDevices, consumableCapacity, deviceTaints, deviceBinding, "
+        "deviceStatus)"
+    )
+
+
+def test_a_case_without_claims_is_an_error_not_unsatisfiable():
+    assert run(claims=[]) == {"name": "case", "status": "error", "error": "no claims to allocate"}
+    body = case()
+    del body["claims"]
+    assert run_case(body)["error"] == "no claims to allocate"

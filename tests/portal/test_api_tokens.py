@@ -110,6 +110,19 @@ def test_the_token_form_explains_a_missing_name(client_as, alice):
 
 
 @pytest.mark.django_db
+def test_htmx_gets_the_token_panel_with_its_errors_on_a_validation_error(client_as, alice):
+    response = client_as(alice).post(
+        "/account/tokens/", {"name": "", "lifetime": "30"}, HTTP_HX_REQUEST="true"
+    )
+    # 422 plus the re-rendered panel: static/js/portal.js tells htmx to swap 422 responses.
+    assert response.status_code == 422
+    assert b"<html" not in response.content
+    assert b'id="token-panel"' in response.content
+    assert b'class="form-control is-invalid"' in response.content
+    assert b"This field is required." in response.content
+
+
+@pytest.mark.django_db
 def test_htmx_gets_only_the_token_panel(client_as, alice):
     response = client_as(alice).post(
         "/account/tokens/", {"name": "ci", "lifetime": "never"}, HTTP_HX_REQUEST="true"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from portal.models import AuditEvent
@@ -36,6 +38,14 @@ def test_the_tenant_list_filters_with_htmx(client_as, root, team_a, team_b):
     assert b"<html" not in response.content
     assert b"Team B" in response.content
     assert b"Team A" not in response.content
+
+
+@pytest.mark.django_db
+def test_the_tenant_list_heads_each_column_with_what_it_holds(client_as, root, team_a):
+    content = client_as(root).get("/tenants/").content.decode()
+    headers = re.findall(r"<th[^>]*>(.*?)</th>", content, re.DOTALL)
+    labels = [re.sub(r"<[^>]+>", "", header).strip() for header in headers]
+    assert labels == ["Name", "Slug", "Namespaces", "Members", "Quotas", "Approval"]
 
 
 @pytest.mark.django_db

@@ -7,6 +7,7 @@ continues. Touches no database: it only calls the pure allocator.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from typing import Any
@@ -17,14 +18,41 @@ from dra.allocator import run_case
 
 
 class Command(BaseCommand):
-    help = (
-        "Allocate DRA claims for JSON Lines cases (stdin or --input) and print one result per line."
-    )
+    help = """\
+Allocate DRA devices for claims as the kube-scheduler's structured allocator would.
+
+Input: JSON Lines on stdin (or --input FILE), one case per line. A case is an object with
+  name               any JSON value, echoed back in the output line
+  kubernetesVersion  optional, "1.34" or newer (older clusters lack resource.k8s.io/v1);
+                     the newest modelled behaviour when omitted
+  features           optional object of booleans: adminAccess, prioritizedList,
+                     partitionableDevices, consumableCapacity, deviceTaints,
+                     deviceBinding, deviceStatus; omitted ones are off, unknown names
+                     are an error
+  nodes, deviceClasses, resourceSlices
+                     lists of Node, DeviceClass and ResourceSlice objects (resource.k8s.io/v1)
+  allocatedClaims    ResourceClaims whose status.allocation already holds devices
+  claims             the ResourceClaims to allocate, at least one; all or nothing
+  node               a node name, or null to try the nodes in name order
+
+Output: one JSON line per input line, in input order:
+  {"name": ..., "status": "allocated", "node": ..., "allocations": [one per claim]}
+  {"name": ..., "status": "unsatisfiable"}
+  {"name": ..., "status": "error", "error": "what is wrong"}
+A line that is not JSON gives an error with "name": null; the following lines still run.
+Uses no database."""
     requires_system_checks: list[str] = []
     requires_migrations_checks = False
 
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
+        # Keep the help's own line breaks; the default formatter would reflow them into one block.
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        return super().create_parser(prog_name, subcommand, **kwargs)
+
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--input", help="read cases from this file instead of stdin")
+        parser.add_argument(
+            "--input", metavar="FILE", help="read cases from this JSON Lines file instead of stdin"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         path = options.get("input")
