@@ -14,7 +14,7 @@ def recompute_states(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('mirror', '0001_mirror_status_moved_from_devices'),
+        ('mirror', '0002_cluster_identity_and_freshness'),
         ('devices', '0007_device_blocked_state_and_reason'),
         ('claims', '0003_allocated_device_and_tenant_links'),
     ]
