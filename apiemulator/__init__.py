@@ -1,7 +1,7 @@
 """A small in-process Kubernetes API server for tests and the demo (never imported by the portal).
 
 with Emulator(port=0) as emu:
-    emu.load_files("../shared/fixtures")
+    emu.load_files("devices/fixtures")
     emu.kubeconfig("/tmp/kubeconfig")
 """
 

@@ -25,9 +25,7 @@ from dra.allocator import build_cluster  # noqa: E402
 from dra.cel import compile_selector, device_input  # noqa: E402
 from dra.model import parse_claim  # noqa: E402
 
-FIXTURES = Path("/work/shared/fixtures")
-if not FIXTURES.exists():
-    FIXTURES = Path(__file__).resolve().parent.parent / "devices" / "fixtures"
+FIXTURES = Path(__file__).resolve().parent.parent / "devices" / "fixtures"
 
 NODES = 5_000
 FULL_NODES = 4_500  # 36,000 of the 40,000 GPUs

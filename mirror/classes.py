@@ -11,13 +11,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from celery import shared_task
 from django.db import transaction
 
 from devices.models import Device, DeviceClass, DeviceClassMatch, ResourceSlice
-from dra.cel import CelCompileError, CelRuntimeError, compile_selector, device_input
+from dra.cel import (
+    CelCompileError,
+    CelRuntimeError,
+    compile_selector,
+    device_input,
+    selector_errors,
+)
 from dra.model import InvalidObject, parse_slice, selector_expressions
 
-__all__ = ["class_selector_errors", "refresh_class_matches"]
+__all__ = ["class_selector_errors", "refresh_class_matches", "refresh_device_classes"]
 
 CHUNK = 200
 
@@ -74,6 +81,14 @@ def refresh_class_matches(slice_uids: Iterable[str] | None = None) -> int:
     return written
 
 
+@shared_task(name="devices.tasks.refresh_device_classes", ignore_result=True)
+def refresh_device_classes(slice_uids: list[str] | None = None) -> int:
+    """Celery task: recomputes memberships for changed slices (all when ``None``). It lives
+    beside the work it runs so that the reflector can schedule it without importing the
+    watcher tasks; ``mirror.tasks`` re-exports it for Celery's autodiscovery."""
+    return refresh_class_matches(slice_uids)
+
+
 def _refresh_chunk(
     chunk: list[tuple[int, dict[str, Any]]], classes: list[tuple[str, tuple[str | None, ...]]]
 ) -> int:
@@ -99,12 +114,4 @@ def _refresh_chunk(
 
 def class_selector_errors(device_class: DeviceClass) -> list[str]:
     """Compile errors of the class's selectors, for its page ("selector #1: ...")."""
-    errors = []
-    for index, expression in enumerate(selector_expressions(device_class.selectors)):
-        if expression is None:
-            errors.append(f"selector #{index}: not a CEL selector")
-            continue
-        error = compile_selector(expression).error
-        if error is not None:
-            errors.append(f"selector #{index}: {error}")
-    return errors
+    return selector_errors(selector_expressions(device_class.selectors))

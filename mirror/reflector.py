@@ -35,6 +35,7 @@ from django.db import DatabaseError, close_old_connections, connection, transact
 from django.db.models import F
 from django.utils import timezone
 
+from mirror.classes import refresh_device_classes
 from mirror.cluster import (
     Cluster,
     ClusterError,
@@ -401,8 +402,6 @@ class Reflector:
         Device ↔ class memberships follow slices (only the changed ones; all after a relist,
         ``objects=None``) and classes (all devices).
         """
-        from mirror.tasks import refresh_device_classes
-
         if self.kind == Kind.RESOURCE_SLICES and objects is not None:
             uids = sorted({str((o.get("metadata") or {}).get("uid", "")) for o in objects} - {""})
             refresh_device_classes.delay_on_commit(uids)

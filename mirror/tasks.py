@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
-from mirror.classes import refresh_class_matches
+from mirror.classes import refresh_device_classes
 from mirror.cluster import ClusterError, Kind
 from mirror.locks import watcher_lock
 from mirror.mapping import MIRRORED_KINDS
@@ -47,9 +47,3 @@ def ensure_watchers() -> list[str]:
             watch_kind.apply_async((kind.value,), queue="watchers")
             started.append(kind.value)
     return started
-
-
-@shared_task(name="devices.tasks.refresh_device_classes", ignore_result=True)
-def refresh_device_classes(slice_uids: list[str] | None = None) -> int:
-    """Recomputes device ↔ class memberships for changed slices (all when ``None``)."""
-    return refresh_class_matches(slice_uids)

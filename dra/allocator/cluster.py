@@ -146,9 +146,9 @@ class Cluster:
             selector_paths = sorted(paths)
             case = self.case()
             groups = {}
-            from dra.cel import _getter  # the projection the result cache uses
+            from dra.cel.devices import path_getter  # the projection the result cache uses
 
-            getters = [_getter(path) for path in selector_paths]
+            getters = [path_getter(path) for path in selector_paths]
             for resource_slice, device in self.inventory.devices:
                 device_view = case.input_for(resource_slice, device)
                 if device_view.conversion_error is not None:

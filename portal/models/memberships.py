@@ -5,15 +5,14 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from portal.models.roles import Role
 from portal.models.tenants import Tenant
 
 __all__ = ["Membership"]
 
 
 class Membership(models.Model):
-    class Role(models.TextChoices):
-        MEMBER = "member", "Member"
-        TENANT_ADMIN = "tenant_admin", "Tenant admin"
+    Role = Role
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"

@@ -8,6 +8,8 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.urls import reverse
 
+from portal.models.roles import Role
+
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
@@ -35,11 +37,7 @@ class TenantQuerySet(models.QuerySet["Tenant"]):
             return self.none()
         if user.is_staff:
             return self.all()
-        from portal.models.memberships import Membership
-
-        return self.filter(
-            memberships__user=user, memberships__role=Membership.Role.TENANT_ADMIN
-        ).distinct()
+        return self.filter(memberships__user=user, memberships__role=Role.TENANT_ADMIN).distinct()
 
 
 class Tenant(models.Model):

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from dra.celsyntax import (
+from dra.cel.syntax import (
     Aggregate,
     Call,
     CelSyntaxError,

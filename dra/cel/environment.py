@@ -1,0 +1,388 @@
+"""The Kubernetes CEL environment of DRA selectors on cel-expr-python: quantity and semver
+values with Kubernetes' semantics, their functions, regex helpers, and the declared variables.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+from cel_expr_python import cel
+
+from dra.cel.errors import CelRuntimeError
+from dra.quantity import Quantity, QuantityError, parse_quantity
+from dra.semver import Semver, SemverError, parse_semver
+
+MAX_EXPRESSION_LENGTH = 10 * 1024
+_RESULT_CACHE_LIMIT = 500_000
+_QUANTITY_KEY = "kubernetes.Quantity"
+_SEMVER_KEY = 0
+
+
+# --- values ------------------------------------------------------------------------------------
+
+
+def quantity_value(quantity: Quantity) -> dict[str, str]:
+    value = quantity.value
+    text = (
+        str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+    )
+    return {_QUANTITY_KEY: text}
+
+
+def semver_value(version: Semver) -> dict[int, str]:
+    return {_SEMVER_KEY: version.precedence_key()}
+
+
+@lru_cache(maxsize=8192)
+def _carried_quantity(text: str) -> Quantity:
+    return Quantity(Fraction(text))
+
+
+def _as_quantity(value: Any) -> Quantity | None:
+    if isinstance(value, dict) and len(value) == 1 and _QUANTITY_KEY in value:
+        return _carried_quantity(value[_QUANTITY_KEY])
+    return None
+
+
+def _as_semver(value: Any) -> Semver | None:
+    if isinstance(value, dict) and len(value) == 1 and _SEMVER_KEY in value:
+        return parse_semver(value[_SEMVER_KEY])
+    return None
+
+
+def _no_overload(function: str) -> CelRuntimeError:
+    return CelRuntimeError(f"no such overload: {function}")
+
+
+def quantity_literal(text: str) -> str | None:
+    """The CEL map literal a constant ``quantity("...")`` folds to, or None if it is invalid."""
+    try:
+        carried = quantity_value(parse_quantity(text))[_QUANTITY_KEY]
+    except QuantityError:
+        return None
+    return f'{{"{_QUANTITY_KEY}": "{carried}"}}'
+
+
+def semver_literal(text: str, normalize: bool) -> str | None:
+    """The CEL map literal a constant ``semver("...")`` folds to, or None if it is invalid."""
+    try:
+        key = parse_semver(text, normalize).precedence_key()
+    except SemverError:
+        return None
+    return f'{{{_SEMVER_KEY}: "{key}"}}'
+
+
+def _quantity(text: str) -> dict[str, str]:
+    try:
+        return quantity_value(parse_quantity(text))
+    except QuantityError as error:
+        raise ValueError(str(error)) from None
+
+
+def _is_quantity(text: str) -> bool:
+    try:
+        parse_quantity(text)
+    except QuantityError:
+        return False
+    return True
+
+
+def _semver(text: str, normalize: bool = False) -> dict[int, str]:
+    try:
+        return semver_value(parse_semver(text, normalize))
+    except SemverError as error:
+        raise ValueError(str(error)) from None
+
+
+def _is_semver(text: str, normalize: bool = False) -> bool:
+    try:
+        parse_semver(text, normalize)
+    except SemverError:
+        return False
+    return True
+
+
+def _comparison(name: str, convert: Callable[[int], Any]) -> Callable[[Any, Any], Any]:
+    def compare(left: Any, right: Any) -> Any:
+        left_quantity, right_quantity = _as_quantity(left), _as_quantity(right)
+        if left_quantity is not None and right_quantity is not None:
+            return convert(left_quantity.compare(right_quantity))
+        left_version, right_version = _as_semver(left), _as_semver(right)
+        if left_version is not None and right_version is not None:
+            return convert(left_version.compare(right_version))
+        raise _no_overload(name)
+
+    return compare
+
+
+def _quantity_method(name: str, method: Callable[[Quantity], Any]) -> Callable[[Any], Any]:
+    def call(receiver: Any) -> Any:
+        quantity = _as_quantity(receiver)
+        if quantity is None:
+            raise _no_overload(name)
+        return method(quantity)
+
+    return call
+
+
+def _quantity_arithmetic(name: str, sign: int) -> Callable[[Any, Any], Any]:
+    def call(receiver: Any, other: Any) -> Any:
+        quantity = _as_quantity(receiver)
+        operand = Quantity(Fraction(other)) if isinstance(other, int) else _as_quantity(other)
+        if quantity is None or operand is None:
+            raise _no_overload(name)
+        return quantity_value(Quantity(quantity.value + sign * operand.value))
+
+    return call
+
+
+def _as_integer(quantity: Quantity) -> int:
+    number = quantity.as_int64()
+    if number is None:
+        raise CelRuntimeError("cannot convert value to integer")
+    return number
+
+
+def _semver_part(name: str, index: int) -> Callable[[Any], int]:
+    def call(receiver: Any) -> int:
+        version = _as_semver(receiver)
+        if version is None:
+            raise _no_overload(name)
+        return (version.major, version.minor, version.patch)[index]
+
+    return call
+
+
+@lru_cache(maxsize=1024)
+def _regex(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as error:
+        raise CelRuntimeError(f"error parsing regexp: {error}") from None
+
+
+def _find(text: str, pattern: str) -> str:
+    match = _regex(pattern).search(text)
+    return match.group(0) if match else ""
+
+
+def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
+    found = [match.group(0) for match in _regex(pattern).finditer(text)]
+    return found if limit < 0 else found[:limit]
+
+
+def _environment() -> Any:
+    types = cel.Type
+    quantity_type = types.Map(types.STRING, types.STRING)
+    semver_type = types.Map(types.INT, types.STRING)
+
+    def overload(
+        identifier: str,
+        result: Any,
+        parameters: list[Any],
+        member: bool = False,
+        implementation: Callable[..., Any] | None = None,
+    ) -> Any:
+        if implementation is None:
+            return cel.Overload(identifier, result, parameters, is_member=member)
+        return cel.Overload(identifier, result, parameters, is_member=member, impl=implementation)
+
+    def both(name: str, result: Any, implementation: Callable[..., Any]) -> Any:
+        # One implementation serves the Quantity and the Semver overload: at runtime both are
+        # maps, and cel-cpp registers implementations by runtime kind only.
+        return cel.FunctionDecl(
+            name,
+            [
+                overload(
+                    f"quantity_{name}", result, [quantity_type, quantity_type], True, implementation
+                ),
+                overload(f"semver_{name}", result, [semver_type, semver_type], True),
+            ],
+        )
+
+    functions = [
+        cel.FunctionDecl(
+            "quantity",
+            [overload("string_to_quantity", quantity_type, [types.STRING], False, _quantity)],
+        ),
+        cel.FunctionDecl(
+            "isQuantity",
+            [overload("is_quantity_string", types.BOOL, [types.STRING], False, _is_quantity)],
+        ),
+        cel.FunctionDecl(
+            "semver",
+            [
+                overload("string_to_semver", semver_type, [types.STRING], False, _semver),
+                overload(
+                    "string_bool_to_semver", semver_type, [types.STRING, types.BOOL], False, _semver
+                ),
+            ],
+        ),
+        cel.FunctionDecl(
+            "isSemver",
+            [
+                overload("is_semver_string", types.BOOL, [types.STRING], False, _is_semver),
+                overload(
+                    "is_semver_string_bool",
+                    types.BOOL,
+                    [types.STRING, types.BOOL],
+                    False,
+                    _is_semver,
+                ),
+            ],
+        ),
+        both("compareTo", types.INT, _comparison("compareTo", lambda result: result)),
+        both("isGreaterThan", types.BOOL, _comparison("isGreaterThan", lambda result: result == 1)),
+        both("isLessThan", types.BOOL, _comparison("isLessThan", lambda result: result == -1)),
+        cel.FunctionDecl(
+            "add",
+            [
+                overload(
+                    "quantity_add",
+                    quantity_type,
+                    [quantity_type, quantity_type],
+                    True,
+                    _quantity_arithmetic("add", 1),
+                ),
+                overload(
+                    "quantity_add_int",
+                    quantity_type,
+                    [quantity_type, types.INT],
+                    True,
+                    _quantity_arithmetic("add", 1),
+                ),
+            ],
+        ),
+        cel.FunctionDecl(
+            "sub",
+            [
+                overload(
+                    "quantity_sub",
+                    quantity_type,
+                    [quantity_type, quantity_type],
+                    True,
+                    _quantity_arithmetic("sub", -1),
+                ),
+                overload(
+                    "quantity_sub_int",
+                    quantity_type,
+                    [quantity_type, types.INT],
+                    True,
+                    _quantity_arithmetic("sub", -1),
+                ),
+            ],
+        ),
+        cel.FunctionDecl(
+            "sign",
+            [
+                overload(
+                    "quantity_sign",
+                    types.INT,
+                    [quantity_type],
+                    True,
+                    _quantity_method("sign", Quantity.sign),
+                )
+            ],
+        ),
+        cel.FunctionDecl(
+            "isInteger",
+            [
+                overload(
+                    "quantity_is_integer",
+                    types.BOOL,
+                    [quantity_type],
+                    True,
+                    _quantity_method("isInteger", lambda q: q.as_int64() is not None),
+                )
+            ],
+        ),
+        cel.FunctionDecl(
+            "asInteger",
+            [
+                overload(
+                    "quantity_get_int",
+                    types.INT,
+                    [quantity_type],
+                    True,
+                    _quantity_method("asInteger", _as_integer),
+                )
+            ],
+        ),
+        cel.FunctionDecl(
+            "asApproximateFloat",
+            [
+                overload(
+                    "quantity_get_float",
+                    types.DOUBLE,
+                    [quantity_type],
+                    True,
+                    _quantity_method("asApproximateFloat", Quantity.as_approximate_float),
+                )
+            ],
+        ),
+        cel.FunctionDecl(
+            "major",
+            [overload("semver_major", types.INT, [semver_type], True, _semver_part("major", 0))],
+        ),
+        cel.FunctionDecl(
+            "minor",
+            [overload("semver_minor", types.INT, [semver_type], True, _semver_part("minor", 1))],
+        ),
+        cel.FunctionDecl(
+            "patch",
+            [overload("semver_patch", types.INT, [semver_type], True, _semver_part("patch", 2))],
+        ),
+        cel.FunctionDecl(
+            "find",
+            [
+                overload(
+                    "string_find_string", types.STRING, [types.STRING, types.STRING], True, _find
+                )
+            ],
+        ),
+        cel.FunctionDecl(
+            "findAll",
+            [
+                overload(
+                    "string_find_all_string",
+                    types.List(types.STRING),
+                    [types.STRING, types.STRING],
+                    True,
+                    _find_all,
+                ),
+                overload(
+                    "string_find_all_string_int",
+                    types.List(types.STRING),
+                    [types.STRING, types.STRING, types.INT],
+                    True,
+                    _find_all,
+                ),
+            ],
+        ),
+    ]
+    config = cel.NewEnvConfigFromYaml(
+        "extensions:\n"
+        "  - name: strings\n    version: 2\n"
+        "  - name: sets\n"
+        "  - name: lists\n"
+        "  - name: bindings\n"
+        "  - name: optional\n    version: 2\n"
+    )
+    variables = {
+        "device_driver": types.STRING,
+        "device_attributes": types.Map(types.STRING, types.Map(types.STRING, types.DYN)),
+        "device_capacity": types.Map(types.STRING, types.Map(types.STRING, quantity_type)),
+        "device_allowMultipleAllocations": types.BOOL,
+        "device": types.Map(types.STRING, types.DYN),
+    }
+    return cel.NewEnv(config=config, variables=variables, functions=functions)
+
+
+ENVIRONMENT = _environment()
+BOOL_TYPE = cel.Type.BOOL
+DYN_TYPE = cel.Type.DYN
+ERROR_TYPE = cel.Type.ERROR

@@ -1,0 +1,310 @@
+"""Compiled selectors: compile once per expression, evaluate with result caches and limits."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from dra.cel.devices import DeviceInput, path_getter
+from dra.cel.environment import (
+    BOOL_TYPE,
+    DYN_TYPE,
+    ENVIRONMENT,
+    ERROR_TYPE,
+    quantity_literal,
+    semver_literal,
+)
+from dra.cel.errors import CelCompileError, CelRuntimeError
+from dra.cel.reads import SelectorReads, UnknownDeviceField, analyze
+
+MAX_EXPRESSION_LENGTH = 10 * 1024
+_RESULT_CACHE_LIMIT = 500_000
+_QUANTITY_KEY = "kubernetes.Quantity"
+_SEMVER_KEY = 0
+
+
+# --- compiled selectors ------------------------------------------------------------------------
+
+_results: dict[tuple[str, tuple[Any, ...]], bool | str] = {}
+
+
+def _runtime_message(message: str) -> str:
+    text = message
+    for prefix in (
+        "NOT_FOUND: ",
+        "INVALID_ARGUMENT: ",
+        "OUT_OF_RANGE: ",
+        "UNKNOWN: ",
+        "INTERNAL: ",
+    ):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+    if text.startswith("Key not found in map : "):
+        return "no such key: " + text[len("Key not found in map : ") :].strip('"')
+    if text.startswith("No matching overloads found"):
+        return "no such overload: " + text.split(":", 1)[-1].strip()
+    return text
+
+
+@dataclass(slots=True)
+class CompiledSelector:
+    """A compiled selector; :meth:`matches` raises the compile error if there was one."""
+
+    expression: str
+    reads: SelectorReads | None
+    program: Any
+    error: CelCompileError | None
+    getters: tuple[Callable[[DeviceInput], Any], ...] = ()
+    domains: tuple[tuple[str, frozenset[str] | None], ...] = ()
+    ids: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = field(default_factory=dict)
+
+    def matches(self, device: DeviceInput) -> bool:
+        """Whether the device satisfies the selector; errors raise :class:`CelRuntimeError`."""
+        cached = device.memo.get(self.expression)
+        if cached is None:
+            if self.error is not None:
+                raise self.error
+            if device.conversion_error is not None:
+                raise CelRuntimeError(device.conversion_error)
+            key = (self.expression, tuple([getter(device) for getter in self.getters]))
+            cached = _results.get(key)
+            if cached is None:
+                cached = self._evaluate(device)
+                if len(_results) >= _RESULT_CACHE_LIMIT:
+                    _results.clear()
+                _results[key] = cached
+            device.memo[self.expression] = cached
+        if cached is True or cached is False:
+            return cached
+        raise CelRuntimeError(cached)
+
+    def _evaluate(self, device: DeviceInput) -> bool | str:
+        assert self.reads is not None
+        data: dict[str, Any] = {}
+        variables = self.reads.variables
+        if "device_driver" in variables:
+            data["device_driver"] = device.driver
+        if "device_allowMultipleAllocations" in variables:
+            data["device_allowMultipleAllocations"] = device.allow_multiple_allocations
+        if "device_attributes" in variables:
+            data["device_attributes"] = self._subset(device.cel_attributes, "attr")
+        if "device_capacity" in variables:
+            data["device_capacity"] = self._subset(device.cel_capacity, "cap")
+        if "device" in variables:
+            data["device"] = {
+                "driver": device.driver,
+                "attributes": device.cel_attributes,
+                "capacity": device.cel_capacity,
+                "allowMultipleAllocations": device.allow_multiple_allocations,
+            }
+        try:
+            result = self.program.eval(data=data)
+        except RuntimeError as error:
+            if "budget" in str(error):
+                return "operation cancelled: actual cost limit exceeded"
+            return _runtime_message(str(error))
+        result_type = result.type()
+        if result_type == BOOL_TYPE:
+            return bool(result.value())
+        if result_type == ERROR_TYPE:
+            return _runtime_message(str(result.value()))
+        return f"CEL result of type {result_type.name().lower()} could not be converted to bool"
+
+    def _subset(self, maps: dict[str, dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
+        """Only the domains (and, for literal-only reads, only the ids) the expression reads.
+
+        Smaller maps convert faster; the result is the same because every path the expression
+        can reach is included with its real value or real absence.
+        """
+        wanted = self.ids.get(kind)
+        if wanted is not None:
+            subset: dict[str, dict[str, Any]] = {}
+            for domain, identifiers in wanted:
+                values = maps.get(domain)
+                if values is not None:
+                    subset[domain] = {name: values[name] for name in identifiers if name in values}
+            return subset
+        for map_kind, domains in self.domains:
+            if map_kind == kind:
+                if domains is None:
+                    return maps
+                return {domain: maps[domain] for domain in domains if domain in maps}
+        return maps
+
+
+def _compile_error(expression: str, message: str) -> CelCompileError:
+    return CelCompileError(f"compilation failed: {message}")
+
+
+def _format_compile_failure(error: Exception) -> str:
+    text = str(error)
+    text = text.removeprefix("INVALID_ARGUMENT: ")
+    text = re.sub(r"\s*\[INVALID_ARGUMENT\]\s*$", "", text)
+    text = text.replace("device_attributes", "device.attributes").replace(
+        "device_capacity", "device.capacity"
+    )
+    text = text.replace("device_driver", "device.driver")
+    text = text.replace("device_allowMultipleAllocations", "device.allowMultipleAllocations")
+    text = text.replace("map(string, string)", "kubernetes.Quantity").replace(
+        "map(int, string)", "kubernetes.Semver"
+    )
+    return text.strip()
+
+
+_CROSS_NUMERIC = re.compile(
+    r"<input>:(\d+):(\d+): found no matching overload for '_(<|<=|>|>=)_' applied to "
+    r"'\((int|uint|double), (int|uint|double)\)'"
+)
+
+
+def _line_column_offset(text: str, line: int, column: int) -> int:
+    lines = text.split("\n")
+    return sum(len(item) + 1 for item in lines[: line - 1]) + column - 1
+
+
+def _compile(text: str) -> Any:
+    return ENVIRONMENT.compile(text)
+
+
+def _compile_with_cross_numeric(text: str) -> Any:
+    """Compile; comparisons of int/uint/double operands are allowed as with cel-go's option.
+
+    cel-cpp's checker lacks the cross-type numeric comparison overloads (its runtime has them),
+    so such a comparison is retried with both operands wrapped in ``dyn()``.
+    """
+    from dra.cel.syntax import Operator, parse
+
+    for _ in range(16):
+        try:
+            return _compile(text)
+        except RuntimeError as error:
+            matches = _CROSS_NUMERIC.findall(str(error))
+            left, right = (matches[0][3], matches[0][4]) if matches else ("", "")
+            if not matches or left == right:
+                raise
+            offset = _line_column_offset(text, int(matches[0][0]), int(matches[0][1]))
+            tree = parse(text)
+            stack = [tree]
+            found = None
+            while stack:
+                node = stack.pop()
+                if (
+                    isinstance(node, Operator)
+                    and node.position == offset
+                    and len(node.operands) == 2
+                ):
+                    found = node
+                    break
+                for child in (
+                    getattr(node, "operands", [])
+                    + getattr(node, "args", [])
+                    + getattr(node, "children", [])
+                ):
+                    stack.append(child)
+                for attribute in ("operand", "key", "target"):
+                    child = getattr(node, attribute, None)
+                    if child is not None:
+                        stack.append(child)
+            if found is None:
+                raise
+            first, second = found.operands
+            text = (
+                text[: first.start] + "dyn(" + text[first.start : first.end] + ")"
+                + text[first.end : second.start] + "dyn(" + text[second.start : second.end] + ")"
+                + text[second.end :]
+            )  # fmt: skip
+    return _compile(text)
+
+
+@lru_cache(maxsize=4096)
+def compile_selector(expression: str) -> CompiledSelector:
+    """Compile (cached by expression). Failures are kept and raised by :meth:`matches`."""
+    if len(expression) > MAX_EXPRESSION_LENGTH:
+        return CompiledSelector(
+            expression,
+            None,
+            None,
+            CelCompileError(
+                f"expression too long ({len(expression)} characters, the limit is "
+                f"{MAX_EXPRESSION_LENGTH})"
+            ),
+        )
+    try:
+        reads = analyze(expression, quantity_literal, semver_literal)
+    except UnknownDeviceField as error:
+        line = expression.count("\n", 0, error.position) + 1
+        column = error.position - (expression.rfind("\n", 0, error.position) + 1) + 1
+        return CompiledSelector(
+            expression,
+            None,
+            None,
+            _compile_error(
+                expression, f"ERROR: <input>:{line}:{column}: undefined field '{error.name}'"
+            ),
+        )
+    try:
+        checked = _compile_with_cross_numeric(reads.checked_text)
+    except RuntimeError as error:
+        return CompiledSelector(
+            expression, reads, None, _compile_error(expression, _format_compile_failure(error))
+        )
+    result_type = checked.return_type()
+    if result_type != BOOL_TYPE and result_type != DYN_TYPE:
+        name = _format_compile_failure(RuntimeError(result_type.name().lower()))
+        return CompiledSelector(
+            expression,
+            reads,
+            None,
+            _compile_error(expression, f"must evaluate to bool or the unknown type, not {name}"),
+        )
+    program = checked
+    if reads.evaluated_text != reads.checked_text:
+        try:
+            program = _compile_with_cross_numeric(reads.evaluated_text)
+        except RuntimeError:
+            program = checked
+    paths = sorted(reads.paths)
+    domains: list[tuple[str, frozenset[str] | None]] = []
+    for kind in ("attr", "cap"):
+        if any(path[0] in (f"{kind}s", "all") for path in paths):
+            domains.append((kind, None))
+        else:
+            wanted = frozenset(path[1] for path in paths if path[0] in (kind, f"{kind}domain"))
+            domains.append((kind, wanted))
+    ids: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
+    for kind in ("attr", "cap"):
+        if any(path[0] in (f"{kind}s", f"{kind}domain", "all") for path in paths):
+            continue
+        by_domain: dict[str, list[str]] = {}
+        for path in paths:
+            if path[0] == kind:
+                by_domain.setdefault(path[1], []).append(path[2])
+        ids[kind] = tuple((domain, tuple(names)) for domain, names in by_domain.items())
+    getters = tuple(path_getter(path) for path in paths)
+    if not reads.parsed:
+        getters = (DeviceInput.content_key,)
+        ids = {}
+    return CompiledSelector(expression, reads, program, None, getters, tuple(domains), ids)
+
+
+def clear_caches() -> None:
+    """Forget compiled programs and cached results (tests; memory pressure)."""
+    compile_selector.cache_clear()
+    _results.clear()
+
+
+def selector_errors(expressions: Sequence[str | None]) -> list[str]:
+    """Compile errors of a class's or request's selectors, numbered as listed
+    ("selector #1: ..."); a ``None`` entry is a selector that is not a CEL selector."""
+    errors = []
+    for index, expression in enumerate(expressions):
+        if expression is None:
+            errors.append(f"selector #{index}: not a CEL selector")
+            continue
+        error = compile_selector(expression).error
+        if error is not None:
+            errors.append(f"selector #{index}: {error}")
+    return errors
