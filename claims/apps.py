@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class ClaimsConfig(AppConfig):
     name = "claims"
     verbose_name = "Claims"
+
+    def ready(self) -> None:
+        from claims import signals  # noqa: F401  (connects the tenant-link receiver)

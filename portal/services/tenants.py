@@ -19,6 +19,7 @@ from django.utils.text import slugify
 
 from portal.models import AuditEvent, Membership, Quota, Tenant, TenantNamespace
 from portal.services.audit import record_event, snapshot
+from portal.signals import namespaces_changed
 
 __all__ = [
     "cluster_device_class_names",
@@ -103,6 +104,9 @@ def _replace_namespaces(tenant: Tenant, names: list[str]) -> None:
     TenantNamespace.objects.bulk_create(
         [TenantNamespace(tenant=tenant, name=name) for name in wanted if name not in existing]
     )
+    changed = existing.symmetric_difference(wanted)
+    if changed:
+        namespaces_changed.send(sender=Tenant, names=sorted(changed))
 
 
 def set_tenant_namespaces(

@@ -52,3 +52,23 @@ def test_the_claims_api_uses_the_pages_filters(api_as, root, mirrored_cluster):
 
 def test_the_claims_api_is_read_only(api_as, root, mirrored_cluster):
     assert api_as(root).delete(TEAM_A_CLAIM).status_code == 405
+
+
+def test_a_claims_tenant_follows_its_namespace_between_tenants(
+    alice, carol, root, mirrored_cluster
+):
+    from claims.models import ResourceClaim
+    from portal.models import Tenant
+    from portal.services.tenants import set_tenant_namespaces
+
+    team_a, team_b = Tenant.objects.get(slug="team-a"), Tenant.objects.get(slug="team-b")
+    claim = ResourceClaim.objects.filter(namespace="gpu-test1").first()
+    assert claim.tenant == team_a
+    set_tenant_namespaces(actor=root, tenant=team_a, namespaces=["team-a-dev"])
+    claim.refresh_from_db()
+    assert claim.tenant is None
+    set_tenant_namespaces(
+        actor=root, tenant=team_b, namespaces=[*team_b.namespace_names, "gpu-test1"]
+    )
+    claim.refresh_from_db()
+    assert claim.tenant == team_b
