@@ -2,7 +2,8 @@
 
 For every device, a claim asking for exactly that device (a class that matches every device, a
 selector on a unique attribute added for the test, the default capacity, no tolerations) is
-allocated on the device's node through the public ``manage.py allocate`` contract. The device's
+allocated on the device's node, on a cluster built by the ``manage.py allocate`` contract's own
+case parser (and, for a sample, through the whole contract). The device's
 availability must agree: free or shared → allocated; allocated, blocked or tainted →
 unsatisfiable. Checked on every fixture and on randomized clusters with shared counters,
 capacity shares, taints, admin access, incomplete pools and superseded generations.
@@ -18,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from dra.allocator import run_case
+from dra.allocator import build_cluster, outcome_json, run_case
 from dra.allocator.availability import Holding, State, device_availability
-from dra.model import parse_allocated_results, parse_slice
+from dra.model import parse_allocated_results, parse_claim, parse_slice
 from mirror.states import PORTAL_FEATURES
 
 FIXTURES = Path(__file__).resolve().parents[2] / "devices" / "fixtures"
@@ -82,6 +83,7 @@ def assert_states_agree_with_the_allocator(
     ]
     states = device_availability(parsed, holdings, PORTAL_FEATURES)
     tagged = _tagged(slices)
+    clusters: dict[str, Any] = {}
     seen: dict[State, int] = {}
     for item in slices:
         node_name = item["spec"].get("nodeName")
@@ -90,21 +92,26 @@ def assert_states_agree_with_the_allocator(
         for device in item["spec"].get("devices") or []:
             availability = states[(item["metadata"]["name"], device["name"])]
             seen[availability.state] = seen.get(availability.state, 0) + 1
-            outcome = run_case(
-                {
-                    "name": device["name"],
-                    "kubernetesVersion": "1.36",
-                    "features": FEATURES,
-                    "nodes": [{"metadata": {"name": node_name, "labels": {}}}],
-                    "deviceClasses": [MATCH_ALL],
-                    "resourceSlices": tagged,
-                    "allocatedClaims": claims,
-                    "claims": [_asks_for(f"{item['metadata']['name']}/{device['name']}")],
-                    "node": node_name,
-                }
-            )
+            probe = _asks_for(f"{item['metadata']['name']}/{device['name']}")
+            if node_name not in clusters:
+                # The contract's own case parsing, once per node; each probe is then allocated
+                # against the same inventory and in-use state (nothing is committed).
+                clusters[node_name], _ = build_cluster(
+                    {
+                        "kubernetesVersion": "1.36",
+                        "features": FEATURES,
+                        "nodes": [{"metadata": {"name": node_name, "labels": {}}}],
+                        "deviceClasses": [MATCH_ALL],
+                        "resourceSlices": tagged,
+                        "allocatedClaims": claims,
+                        "claims": [probe],
+                    }
+                )
+            cluster = clusters[node_name]
+            outcome = cluster.allocate([parse_claim(probe, "probe")], node_name)
+            status = outcome_json(device["name"], outcome, cluster)["status"]
             expected = "allocated" if availability.is_allocatable else "unsatisfiable"
-            assert outcome["status"] == expected, (
+            assert status == expected, (
                 item["metadata"]["name"],
                 device["name"],
                 availability,
@@ -322,3 +329,27 @@ def test_the_randomized_clusters_reach_every_state():
         ]
         seen |= {a.state for a in device_availability(parsed, holdings, PORTAL_FEATURES).values()}
     assert seen == set(State)
+
+
+def test_the_whole_contract_agrees_on_a_blocked_and_a_free_a100():
+    slices = [o for o in _items("nvidia-a100-mig.json") if o["kind"] == "ResourceSlice"]
+    claims = [o for o in _items("claims.json") if o["kind"] == "ResourceClaim"]
+    gpus = next(
+        s for s in slices if any(d["name"] == "gpu-0" for d in s["spec"].get("devices", []))
+    )
+    statuses = {}
+    for device in ("gpu-0", "gpu-2"):
+        statuses[device] = run_case(
+            {
+                "name": device,
+                "kubernetesVersion": "1.36",
+                "features": FEATURES,
+                "nodes": [{"metadata": {"name": "dgx-a100-01", "labels": {}}}],
+                "deviceClasses": [MATCH_ALL],
+                "resourceSlices": _tagged(slices),
+                "allocatedClaims": claims,
+                "claims": [_asks_for(f"{home['metadata']['name']}/{device}")],
+                "node": "dgx-a100-01",
+            }
+        )["status"]
+    assert statuses == {"gpu-0": "unsatisfiable", "gpu-2": "allocated"}
