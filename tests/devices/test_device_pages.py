@@ -247,12 +247,13 @@ def test_the_device_list_refreshes_its_table_with_the_current_filters(
     poll = client.get("/devices/?node=dgx-h100-01&state=free&page=1", HTTP_HX_REQUEST="true")
     fragment = poll.content.decode()
     assert "<html" not in fragment
-    assert '<form' not in fragment  # the filter form is not swapped
+    assert "<form" not in fragment  # the filter form is not swapped
     assert fragment.lstrip().startswith('<div id="device-table"')
     assert 'hx-get="/devices/?node=dgx-h100-01&amp;state=free&amp;page=1"' in fragment
-    assert poll.context["table"].paginator.count == Device.objects.filter(
-        node_name="dgx-h100-01", state="free"
-    ).count()
+    assert (
+        poll.context["table"].paginator.count
+        == Device.objects.filter(node_name="dgx-h100-01", state="free").count()
+    )
     assert "HX-Request" in poll["Vary"]
 
 
