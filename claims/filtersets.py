@@ -6,6 +6,7 @@ import django_filters
 from django.db.models import Exists, OuterRef, QuerySet
 
 from claims.models import AllocatedDevice, ResourceClaim
+from devices.filtersets import search_box
 
 __all__ = ["ResourceClaimFilterSet"]
 
@@ -13,9 +14,16 @@ State = ResourceClaim.State
 
 
 class ResourceClaimFilterSet(django_filters.FilterSet):
-    q = django_filters.CharFilter(field_name="name", lookup_expr="icontains", label="Search")
+    q = django_filters.CharFilter(
+        field_name="name",
+        lookup_expr="icontains",
+        label="Search claims",
+        widget=search_box("Search claims"),
+    )
     namespace = django_filters.CharFilter(field_name="namespace", label="Namespace")
-    state = django_filters.ChoiceFilter(choices=State.choices, method="in_state", label="State")
+    state = django_filters.ChoiceFilter(
+        choices=State.choices, method="in_state", label="State", empty_label="Any state"
+    )
     driver = django_filters.CharFilter(method="with_driver", label="Driver")
 
     class Meta:

@@ -7,7 +7,7 @@ from django.utils.html import format_html
 
 from claims.models import ResourceClaim
 
-__all__ = ["ResourceClaimTable", "claim_state_badge"]
+__all__ = ["ResourceClaimTable", "claim_state_badge", "device_count_text"]
 
 STATE_CLASSES = {
     ResourceClaim.State.PENDING: "text-bg-light border",
@@ -22,8 +22,19 @@ def claim_state_badge(claim: ResourceClaim) -> str:
     return format_html('<span class="badge {}">{}</span>', STATE_CLASSES[state], state.label)
 
 
+def device_count_text(held: int, observed: int) -> str:
+    """``"2"``, ``"8 (admin access)"``, ``"1 + 2 (admin access)"``: results that hold their
+    device, and admin-access results, which observe a device without holding it."""
+    if not observed:
+        return str(held)
+    if not held:
+        return f"{observed} (admin access)"
+    return f"{held} + {observed} (admin access)"
+
+
 class ResourceClaimTable(tables.Table):
-    """Claims annotated with ``device_count`` (non-admin allocation results)."""
+    """Claims annotated by ``claims.views.with_device_counts`` (``device_count``,
+    ``observed_device_count``)."""
 
     namespace = tables.Column(attrs={"td": {"class": "text-nowrap"}})
     name = tables.Column(linkify=True, attrs={"td": {"class": "fw-medium"}})
@@ -55,3 +66,6 @@ class ResourceClaimTable(tables.Table):
 
     def render_state(self, record: ResourceClaim) -> str:
         return claim_state_badge(record)
+
+    def render_device_count(self, record: ResourceClaim) -> str:
+        return device_count_text(record.device_count, record.observed_device_count)  # type: ignore[attr-defined]

@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django_tables2 import RequestConfig
 
 from claims.access import get_claim_for_user
 from claims.filtersets import ResourceClaimFilterSet
@@ -16,37 +14,47 @@ from claims.models import AllocatedDevice, ResourceClaim
 from claims.tables import ResourceClaimTable, claim_state_badge
 from devices.models import Pod
 from devices.views.devices import pretty_json
-from portal.htmx import render_page, wants_fragment
+from portal.htmx import render_list, render_page, wants_fragment
 
 __all__ = ["resourceclaim_detail", "resourceclaim_list"]
+
+
+def with_device_counts(claims: QuerySet[ResourceClaim]) -> QuerySet[ResourceClaim]:
+    """Annotates ``device_count`` (results that hold their device) and
+    ``observed_device_count`` (admin-access results, which observe a device without holding
+    it), in the query of the list itself."""
+    return claims.annotate(
+        device_count=Count("allocated_devices", filter=Q(allocated_devices__admin_access=False)),
+        observed_device_count=Count(
+            "allocated_devices", filter=Q(allocated_devices__admin_access=True)
+        ),
+    )
 
 
 @login_required
 def resourceclaim_list(request: HttpRequest) -> HttpResponse:
     visible = ResourceClaim.objects.visible_to(request.user)
-    queryset = visible.annotate(
-        device_count=Count("allocated_devices", filter=Q(allocated_devices__admin_access=False))
-    )
-    filterset = ResourceClaimFilterSet(request.GET, queryset=queryset)
-    table = ResourceClaimTable(filterset.qs)
-    RequestConfig(request, paginate={"per_page": 50}).configure(table)
-    context: dict[str, Any] = {
-        "filterset": filterset,
-        "table": table,
-        "is_filtered": any(filterset.form.data.get(name) for name in filterset.filters),
-    }
-    if not wants_fragment(request):
-        context["namespaces"] = list(
-            visible.order_by("namespace").values_list("namespace", flat=True).distinct()
-        )
-        context["drivers"] = list(
+
+    def filter_choices() -> dict[str, Any]:
+        namespaces = visible.order_by("namespace").values_list("namespace", flat=True)
+        drivers = (
             AllocatedDevice.objects.filter(claim__in=visible)
             .order_by("driver")
             .values_list("driver", flat=True)
-            .distinct()
         )
-        context["states"] = ResourceClaim.State.choices
-    return render_page(request, "claims/resourceclaim_list.html", "resourceclaim-table", context)
+        return {
+            "namespace": ("All namespaces", list(namespaces.distinct())),
+            "driver": ("All drivers", list(drivers.distinct())),
+        }
+
+    return render_list(
+        request,
+        filterset=ResourceClaimFilterSet(request.GET, queryset=with_device_counts(visible)),
+        table_class=ResourceClaimTable,
+        template="claims/resourceclaim_list.html",
+        fragment="resourceclaim-table",
+        filter_choices=filter_choices,
+    )
 
 
 def _requests(claim: ResourceClaim) -> list[dict[str, Any]]:
@@ -89,22 +97,28 @@ def _requests(claim: ResourceClaim) -> list[dict[str, Any]]:
 @login_required
 def resourceclaim_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
     claim = get_claim_for_user(request.user, namespace, name)
-    results = claim.allocated_devices.select_related("device")
-    allocations = [{"result": r, "device": r.device} for r in results]
+    results = list(claim.allocated_devices.select_related("device"))
     consumers = list(claim.consumers.all())
     pods = {
         p.name: p
         for p in Pod.objects.filter(namespace=claim.namespace, name__in=[c.name for c in consumers])
     }
-    context = {
+    context: dict[str, Any] = {
         "claim": claim,
         "state_badge": claim_state_badge(claim),
-        "requests": _requests(claim),
-        "allocations": allocations,
+        "allocations": [{"result": r, "device": r.device} for r in results],
+        "held_count": sum(1 for r in results if r.holds_device),
+        "observed_count": sum(1 for r in results if not r.holds_device),
         "consumers": [{"consumer": c, "pod": pods.get(c.name)} for c in consumers],
+    }
+    if wants_fragment(request):
+        # The live part only: state, allocation and consumers (polled).
+        return render_page(request, "claims/resourceclaim_detail.html", "claim-status", context)
+    context |= {
+        "requests": _requests(claim),
         "node_selector_json": pretty_json(claim.allocation_node_selector)
         if claim.allocation_node_selector
         else "",
         "raw_json": pretty_json(claim.raw),
     }
-    return render(request, "claims/resourceclaim_detail.html", context)
+    return render_page(request, "claims/resourceclaim_detail.html", "claim-status", context)

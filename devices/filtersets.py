@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 
 import django_filters
+from django import forms
 from django.db.models import Q, QuerySet
 
 from devices.models import Device, DeviceClass, DeviceState, Node, ResourceSlice
 
 __all__ = [
+    "search_box",
     "DeviceClassFilterSet",
     "DeviceFilterSet",
     "NodeFilterSet",
@@ -35,9 +37,25 @@ def drivers_named_by(device_class: DeviceClass) -> set[str]:
     }
 
 
+def search_box(placeholder: str) -> forms.TextInput:
+    """The text input of a list's ``q`` filter."""
+    return forms.TextInput(attrs={"type": "search", "placeholder": placeholder})
+
+
+class ReadySelect(forms.NullBooleanSelect):
+    def __init__(self, attrs: dict[str, str] | None = None) -> None:
+        super().__init__(attrs)
+        self.choices = [("unknown", "Ready or not"), ("true", "Ready"), ("false", "Not ready")]
+
+
 class NodeFilterSet(django_filters.FilterSet):
-    q = django_filters.CharFilter(field_name="name", lookup_expr="icontains", label="Search")
-    ready = django_filters.BooleanFilter(field_name="is_ready", label="Ready")
+    q = django_filters.CharFilter(
+        field_name="name",
+        lookup_expr="icontains",
+        label="Search nodes",
+        widget=search_box("Search nodes"),
+    )
+    ready = django_filters.BooleanFilter(field_name="is_ready", label="Ready", widget=ReadySelect)
 
     class Meta:
         model = Node
@@ -45,13 +63,15 @@ class NodeFilterSet(django_filters.FilterSet):
 
 
 class DeviceFilterSet(django_filters.FilterSet):
-    q = django_filters.CharFilter(method="search", label="Search")
+    q = django_filters.CharFilter(
+        method="search", label="Search devices", widget=search_box("Name, UUID or PCI bus id")
+    )
     driver = django_filters.CharFilter(field_name="driver", label="Driver")
     model = django_filters.CharFilter(field_name="model_name", label="Model")
     node = django_filters.CharFilter(field_name="node_name", label="Node")
     device_class = django_filters.CharFilter(method="in_device_class", label="Device class")
     state = django_filters.ChoiceFilter(
-        choices=DeviceState.choices, method="in_state", label="State"
+        choices=DeviceState.choices, method="in_state", label="State", empty_label="Any state"
     )
 
     class Meta:
@@ -85,7 +105,12 @@ class ResourceSliceFilterSet(django_filters.FilterSet):
 
 
 class DeviceClassFilterSet(django_filters.FilterSet):
-    q = django_filters.CharFilter(field_name="name", lookup_expr="icontains", label="Search")
+    q = django_filters.CharFilter(
+        field_name="name",
+        lookup_expr="icontains",
+        label="Search device classes",
+        widget=search_box("Search device classes"),
+    )
 
     class Meta:
         model = DeviceClass

@@ -1,29 +1,20 @@
-"""Tables of the cluster-mirror pages (STYLE §6), and the row annotations they need.
+"""Tables of the cluster-mirror pages (STYLE §6).
 
-Every per-row number is annotated in SQL (``with_device_counts``) or fetched
-once per page (``gpu_models_by_node``), so a page costs the same number of queries whatever
-its size.
+Per-row numbers come from QuerySet methods (``Node.objects.with_device_counts()``,
+``DeviceClass.objects.with_device_counts()``) or are fetched once per page
+(``Node.objects.gpu_models()``), so a page costs the same number of queries whatever its size.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable
 from typing import Any
 
 import django_tables2 as tables
-from django.db.models import (
-    Count,
-    OuterRef,
-    QuerySet,
-    Subquery,
-)
-from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
-from django.utils.safestring import mark_safe
+from django.utils.http import urlencode
+from django.utils.safestring import SafeString, mark_safe
 
-from claims.models import AllocatedDevice
 from devices.filtersets import drivers_named_by
 from devices.models import Device, DeviceClass, DeviceState, Node
 
@@ -31,10 +22,8 @@ __all__ = [
     "DeviceClassTable",
     "DeviceTable",
     "NodeTable",
-    "gpu_models_by_node",
     "human_bytes",
     "state_badge",
-    "with_device_counts",
 ]
 
 BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
@@ -52,56 +41,15 @@ def human_bytes(value: int | None) -> str:
     return f"{value} B"  # pragma: no cover - the loop always returns
 
 
-def state_badge(state: str) -> str:
+def state_badge(state: str, reason: str = "") -> SafeString:
+    """The state's badge, and why the device is in it (``Device.state_reason``) beneath."""
     label = DeviceState(state).label if state in DeviceState.values else state
-    return format_html('<span class="badge state-{}">{}</span>', state, label)
-
-
-def _holds() -> QuerySet[AllocatedDevice]:
-    """Allocation results that hold the outer device; admin access holds nothing."""
-    return AllocatedDevice.objects.filter(
-        device=OuterRef("pk"),
-        admin_access=False,
+    badge = format_html('<span class="badge state-{}">{}</span>', state, label)
+    if not reason:
+        return badge
+    return format_html(
+        '{}<div class="state-reason small text-body-secondary">{}</div>', badge, reason
     )
-
-
-def _count_per_node(devices: QuerySet[Device]) -> Coalesce:
-    counted = (
-        devices.filter(node_name=OuterRef("name"))
-        .order_by()
-        .values("node_name")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    return Coalesce(Subquery(counted), 0)
-
-
-def with_device_counts(queryset: QuerySet[Node]) -> QuerySet[Node]:
-    """Annotates ``device_count``, ``free_count``, ``allocated_count`` (shared included) and
-    ``tainted_count`` from the Device rows published for each node."""
-    return queryset.annotate(
-        device_count=_count_per_node(Device.objects.all()),
-        free_count=_count_per_node(Device.objects.free()),
-        allocated_count=_count_per_node(Device.objects.held()),
-        tainted_count=_count_per_node(Device.objects.tainted()),
-    )
-
-
-def gpu_models_by_node(node_names: Iterable[str]) -> dict[str, list[tuple[str, int]]]:
-    """node → [(model, count)] of whole devices (partitions, i.e. devices with a parent, are
-    left out), in one query."""
-    rows = (
-        Device.objects.filter(node_name__in=list(node_names), parent_uuid="")
-        .exclude(model_name="")
-        .order_by()
-        .values("node_name", "model_name")
-        .annotate(n=Count("pk"))
-        .order_by("node_name", "model_name")
-    )
-    models: dict[str, list[tuple[str, int]]] = defaultdict(list)
-    for row in rows:
-        models[row["node_name"]].append((row["model_name"], row["n"]))
-    return dict(models)
 
 
 def _models_html(models: list[tuple[str, int]]) -> str:
@@ -119,8 +67,8 @@ class NumberColumn(tables.Column):
 
 
 class NodeTable(tables.Table):
-    """Nodes with their devices counted; set ``gpu_models`` (``gpu_models_by_node`` of the
-    page's nodes) before rendering."""
+    """Nodes annotated by ``Node.objects.with_device_counts()``; pass ``gpu_models``
+    (``Node.objects.gpu_models()`` of the page's nodes) before rendering."""
 
     name = tables.Column(linkify=True, attrs={"td": {"class": "fw-medium text-nowrap"}})
     is_ready = tables.Column(verbose_name="Ready")
@@ -128,6 +76,8 @@ class NodeTable(tables.Table):
     device_count = NumberColumn(verbose_name="Devices")
     free_count = NumberColumn(verbose_name="Free")
     allocated_count = NumberColumn(verbose_name="Allocated")
+    shared_count = NumberColumn(verbose_name="Shared")
+    blocked_count = NumberColumn(verbose_name="Blocked")
     tainted_count = NumberColumn(verbose_name="Tainted")
     extended_resources = tables.Column(verbose_name="Device plugin", orderable=False)
 
@@ -140,6 +90,8 @@ class NodeTable(tables.Table):
             "device_count",
             "free_count",
             "allocated_count",
+            "shared_count",
+            "blocked_count",
             "tainted_count",
             "extended_resources",
         ]
@@ -165,7 +117,7 @@ class NodeTable(tables.Table):
 
 
 class DeviceTable(tables.Table):
-    """Devices with their state badge."""
+    """Devices with their state badge and the reason for it."""
 
     name = tables.Column(linkify=True, attrs={"td": {"class": "fw-medium text-nowrap"}})
     node_name = tables.Column(verbose_name="Node", attrs={"td": {"class": "text-nowrap"}})
@@ -176,7 +128,7 @@ class DeviceTable(tables.Table):
     pci_bus_id = tables.Column(
         verbose_name="PCI bus", attrs={"td": {"class": "font-monospace small"}}
     )
-    state = tables.Column(verbose_name="State")
+    state = tables.Column(verbose_name="State", attrs={"td": {"class": "state-cell"}})
 
     class Meta:
         model = Device
@@ -201,24 +153,29 @@ class DeviceTable(tables.Table):
 
     def render_state(self, record: Device) -> str:
         # The stored value: for a choices field django-tables2 would pass the display label.
-        return state_badge(record.state)
+        return state_badge(record.state, record.state_reason)
 
 
 class DeviceClassTable(tables.Table):
-    """Device classes; set ``device_counts`` (class name → matching devices) before rendering."""
+    """Device classes annotated by ``DeviceClass.objects.with_device_counts()``."""
 
     name = tables.Column(linkify=True, attrs={"td": {"class": "fw-medium text-nowrap"}})
     drivers = tables.Column(verbose_name="Driver", empty_values=(), orderable=False)
     extended_resource_name = tables.Column(verbose_name="Extended resource")
-    devices = NumberColumn(verbose_name="Matching devices", empty_values=(), orderable=False)
+    matching_device_count = NumberColumn(verbose_name="Matching devices")
+    free_device_count = NumberColumn(verbose_name="Free")
 
     class Meta:
         model = DeviceClass
-        fields = ["name", "drivers", "extended_resource_name", "devices"]
+        fields = [
+            "name",
+            "drivers",
+            "extended_resource_name",
+            "matching_device_count",
+            "free_device_count",
+        ]
         attrs = {"class": "table table-hover align-middle mb-0"}
         empty_text = "No device class matches."
-
-    device_counts: dict[str, int] = {}
 
     def render_drivers(self, record: DeviceClass) -> str:
         names = sorted(drivers_named_by(record))
@@ -229,5 +186,6 @@ class DeviceClassTable(tables.Table):
     def render_extended_resource_name(self, value: str) -> str:
         return format_html("<code>{}</code>", value)
 
-    def render_devices(self, record: DeviceClass) -> int:
-        return self.device_counts.get(record.name, 0)
+    def render_matching_device_count(self, record: DeviceClass) -> str:
+        url = reverse("device-list") + "?" + urlencode({"device_class": record.name})
+        return format_html('<a href="{}">{}</a>', url, record.matching_device_count)

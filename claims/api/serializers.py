@@ -12,6 +12,9 @@ __all__ = ["ResourceClaimSerializer"]
 
 class AllocatedDeviceSerializer(serializers.ModelSerializer):
     device = serializers.CharField(source="device_name", read_only=True)
+    device_url = serializers.SerializerMethodField(
+        help_text="The device in the mirror's API, by its (driver, pool, device) identity."
+    )
 
     class Meta:
         model = AllocatedDevice
@@ -20,10 +23,17 @@ class AllocatedDeviceSerializer(serializers.ModelSerializer):
             "driver",
             "pool",
             "device",
+            "device_url",
             "admin_access",
             "share_id",
             "consumed_capacity",
         ]
+
+    def get_device_url(self, result: AllocatedDevice) -> str:
+        key = f"{result.driver}/{result.pool}/{result.device_name}"
+        path = reverse("api:device-detail", kwargs={"key": key})
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request else path
 
 
 class ClaimConsumerSerializer(serializers.ModelSerializer):

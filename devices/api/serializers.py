@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -24,16 +25,20 @@ class GpuModelSerializer(serializers.Serializer):
 
 
 class NodeSerializer(serializers.ModelSerializer):
-    """A node annotated by ``devices.tables.with_device_counts``; ``gpus`` comes from the
-    ``gpu_models`` context entry (``gpu_models_by_node`` of the page)."""
+    """A node annotated by ``Node.objects.with_device_counts()``; ``gpus`` comes from the
+    ``gpu_models`` context entry (``Node.objects.gpu_models()`` of the page)."""
 
     url = serializers.HyperlinkedIdentityField(view_name="api:node-detail", lookup_field="name")
     labels = serializers.DictField(child=serializers.CharField(), read_only=True)
     device_count = serializers.IntegerField(read_only=True)
     free_count = serializers.IntegerField(read_only=True)
     allocated_count = serializers.IntegerField(read_only=True)
+    shared_count = serializers.IntegerField(read_only=True)
+    blocked_count = serializers.IntegerField(read_only=True)
     tainted_count = serializers.IntegerField(read_only=True)
-    gpus = serializers.SerializerMethodField(help_text="Whole devices by model (no partitions).")
+    gpus = serializers.SerializerMethodField(
+        help_text="Whole GPUs by model: DRA devices (no partitions) and device-plugin GPUs."
+    )
 
     class Meta:
         model = Node
@@ -49,6 +54,8 @@ class NodeSerializer(serializers.ModelSerializer):
             "device_count",
             "free_count",
             "allocated_count",
+            "shared_count",
+            "blocked_count",
             "tainted_count",
             "gpus",
             "problems",
@@ -60,21 +67,52 @@ class NodeSerializer(serializers.ModelSerializer):
         return [{"model": model, "count": count} for model, count in models]
 
 
-class DeviceSerializer(serializers.ModelSerializer):
-    """A device and its state (kept by the mirror, see ``mirror.states``)."""
+class HolderSerializer(serializers.Serializer):
+    claim = serializers.CharField(
+        allow_null=True, help_text="namespace/name; null for a claim in a tenant you are not in."
+    )
+    url = serializers.CharField(allow_null=True)
+    request = serializers.CharField(allow_null=True)
+    share_id = serializers.CharField(allow_blank=True)
 
-    url = serializers.HyperlinkedIdentityField(view_name="api:device-detail")
+
+def _holder(result: Any, request: Any) -> dict[str, Any]:
+    """One allocation result of a device, anonymous when its claim is not visible (the
+    queryset's ``with_holders(user)`` left ``result.visible_claim`` empty)."""
+    claim = result.visible_claim
+    if claim is None:
+        return {"claim": None, "url": None, "request": None, "share_id": result.share_id}
+    path = reverse("api:resourceclaim-detail", kwargs={"key": f"{claim.namespace}/{claim.name}"})
+    return {
+        "claim": f"{claim.namespace}/{claim.name}",
+        "url": request.build_absolute_uri(path) if request else path,
+        "request": result.request,
+        "share_id": result.share_id,
+    }
+
+
+class DeviceSerializer(serializers.ModelSerializer):
+    """A device, its state (kept by the mirror) and why, and the claims holding it; from a
+    queryset fetched ``with_holders(user)``. Addressed by ``driver``/``pool``/``name``."""
+
+    url = serializers.SerializerMethodField()
+    pool = serializers.CharField(source="pool_name", read_only=True)
     resource_slice = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    state = serializers.CharField(read_only=True, help_text="free, allocated, shared or tainted")
+    state = serializers.CharField(
+        read_only=True, help_text="free, allocated, shared, blocked or tainted"
+    )
+    held_by = serializers.SerializerMethodField(help_text="Allocation results holding it.")
+    observed_by = serializers.SerializerMethodField(
+        help_text="Admin-access results: they observe the device without holding it."
+    )
 
     class Meta:
         model = Device
         fields = [
             "url",
-            "id",
-            "name",
             "driver",
-            "pool_name",
+            "pool",
+            "name",
             "resource_slice",
             "node_name",
             "device_type",
@@ -85,6 +123,9 @@ class DeviceSerializer(serializers.ModelSerializer):
             "pcie_root",
             "memory_bytes",
             "state",
+            "state_reason",
+            "held_by",
+            "observed_by",
             "is_tainted",
             "allow_multiple_allocations",
             "attributes",
@@ -92,6 +133,28 @@ class DeviceSerializer(serializers.ModelSerializer):
             "consumes_counters",
             "taints",
         ]
+
+    def get_url(self, device: Device) -> str:
+        key = f"{device.driver}/{device.pool_name}/{device.name}"
+        path = reverse("api:device-detail", kwargs={"key": key})
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request else path
+
+    def _results(self, device: Device, *, admin_access: bool) -> list[dict[str, Any]]:
+        request = self.context.get("request")
+        return [
+            _holder(result, request)
+            for result in device.allocations.all()  # type: ignore[attr-defined]
+            if result.admin_access == admin_access
+        ]
+
+    @extend_schema_field(HolderSerializer(many=True))
+    def get_held_by(self, device: Device) -> list[dict[str, Any]]:
+        return self._results(device, admin_access=False)
+
+    @extend_schema_field(HolderSerializer(many=True))
+    def get_observed_by(self, device: Device) -> list[dict[str, Any]]:
+        return self._results(device, admin_access=True)
 
 
 class DeviceClassSerializer(serializers.ModelSerializer):

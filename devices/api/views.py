@@ -11,14 +11,14 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from django.db.models import Count, OuterRef, QuerySet, Subquery
-from django.db.models.functions import Coalesce
-from django.http import StreamingHttpResponse
+from django.db.models import QuerySet
+from django.http import Http404, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import renderers, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
+from rest_framework.response import Response
 
 from devices.filtersets import (
     DeviceClassFilterSet,
@@ -26,14 +26,8 @@ from devices.filtersets import (
     NodeFilterSet,
     ResourceSliceFilterSet,
 )
-from devices.models import (
-    Device,
-    DeviceClass,
-    DeviceClassMatch,
-    Node,
-    ResourceSlice,
-)
-from devices.tables import gpu_models_by_node, with_device_counts
+from devices.models import Device, DeviceClass, Node, ResourceSlice
+from devices.views.devices import get_device
 
 from .serializers import (
     DeviceClassSerializer,
@@ -55,13 +49,17 @@ NAME = r"[^/]+"
 
 
 class JSONLinesRenderer(renderers.BaseRenderer):
-    """Names the export's content type for negotiation and the schema; the view streams."""
+    """Names the export's content type for negotiation and the schema; the view streams.
+
+    Only error bodies are ever rendered through it (``DeviceViewSet.finalize_response``
+    hands those to the JSON renderer); should one get here, it is one JSON line, never the
+    bare keys of a dict."""
 
     media_type = "application/x-ndjson"
     format = "jsonl"
 
     def render(self, data: Any, accepted_media_type: str | None = None, renderer_context=None):  # type: ignore[no-untyped-def]
-        return data
+        return (json.dumps(data) + "\n").encode()
 
 
 class NodeViewSet(viewsets.ReadOnlyModelViewSet):
@@ -74,16 +72,17 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
     ordering_fields = ["name", "device_count", "free_count", "allocated_count"]
 
     def get_queryset(self) -> QuerySet[Node]:
-        return with_device_counts(Node.objects.all())
+        return Node.objects.with_device_counts()
 
     def paginate_queryset(self, queryset: QuerySet[Node]) -> list[Node] | None:
         page = super().paginate_queryset(queryset)
-        self._gpu_models = gpu_models_by_node(n.name for n in page) if page is not None else {}
+        names = [node.name for node in page or []]
+        self._gpu_models = Node.objects.filter(name__in=names).gpu_models() if names else {}
         return page
 
     def get_object(self) -> Node:
         node = super().get_object()
-        self._gpu_models = gpu_models_by_node([node.name])
+        self._gpu_models = Node.objects.filter(name=node.name).gpu_models()
         return node
 
     def get_serializer_context(self) -> dict[str, Any]:
@@ -91,19 +90,42 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
-    """Every published device with its state; ``export/`` streams them all as JSON Lines."""
+    """Every published device with its state and the claims holding it; ``export/`` streams
+    them all as JSON Lines. One device is addressed as ``<driver>/<pool>/<device>`` (its
+    stable identity: pool names may contain ``/``). Holders in a tenant you are not in are
+    shown without their namespace or name."""
 
     serializer_class = DeviceSerializer
     filterset_class = DeviceFilterSet
     ordering_fields = ["node_name", "driver", "name", "model_name", "memory_bytes"]
+    lookup_url_kwarg = "key"
+    # driver and device names have no "/"; the pool between them may.
+    lookup_value_regex = r"[^/]+/.+/[^/]+"
 
     def get_queryset(self) -> QuerySet[Device]:
         # The raw objects are large and not part of this representation.
         return (
-            (Device.objects.visible_to(self.request.user))
+            Device.objects.visible_to(self.request.user)
             .select_related("resource_slice")
             .defer("raw", "resource_slice__raw")
+            .with_holders(self.request.user)
         )
+
+    def finalize_response(self, request, response, *args, **kwargs):  # type: ignore[no-untyped-def]
+        """Errors of the export (bad filters, no credentials) are JSON like every API error."""
+        if isinstance(response, Response) and isinstance(
+            getattr(request, "accepted_renderer", None), JSONLinesRenderer
+        ):
+            request.accepted_renderer = renderers.JSONRenderer()
+            request.accepted_media_type = request.accepted_renderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)
+
+    def get_object(self) -> Device:
+        driver, _, rest = self.kwargs["key"].partition("/")
+        pool, _, name = rest.rpartition("/")
+        if not (driver and pool and name):
+            raise Http404("Address a device as <driver>/<pool>/<device>.")
+        return get_device(self.request.user, driver, pool, name)
 
     @extend_schema(
         summary="Export every device as JSON Lines",
@@ -126,10 +148,12 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
         pagination_class=None,
     )
     def export(self, request: Request) -> StreamingHttpResponse:
+        # Filtered before streaming starts, so that bad filters answer a JSON 400.
         queryset = self.filter_queryset(self.get_queryset())
         context = self.get_serializer_context()
 
         def lines() -> Iterator[str]:
+            # Holders are prefetched per chunk: constant memory, a few queries per chunk.
             for device in queryset.iterator(chunk_size=EXPORT_CHUNK):
                 yield json.dumps(DeviceSerializer(device, context=context).data) + "\n"
 
@@ -143,18 +167,7 @@ class DeviceClassViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = DeviceClassFilterSet
     lookup_field = "name"
     lookup_value_regex = NAME
-    queryset = DeviceClass.objects.annotate(
-        matching_device_count=Coalesce(
-            Subquery(
-                DeviceClassMatch.objects.filter(device_class_name=OuterRef("name"))
-                .order_by()
-                .values("device_class_name")
-                .annotate(n=Count("pk"))
-                .values("n")
-            ),
-            0,
-        )
-    )
+    queryset = DeviceClass.objects.with_device_counts()
 
 
 class ResourceSliceViewSet(viewsets.ReadOnlyModelViewSet):

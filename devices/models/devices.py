@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from django.db import models
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Count, Prefetch, Q
 from django.urls import reverse
 
 from devices.models.resource_slices import ResourceSlice
@@ -29,40 +29,24 @@ class DeviceQuerySet(models.QuerySet["Device"]):
         """Inventory is visible to every signed-in user; who holds a device is gated per claim."""
         return self.all() if user.is_authenticated else self.none()
 
-    def _allocations(self, *, shared: bool | None = None) -> Exists:
-        from claims.models import AllocatedDevice
-
-        results = AllocatedDevice.objects.filter(
-            driver=OuterRef("driver"),
-            pool=OuterRef("pool_name"),
-            device_name=OuterRef("name"),
-            admin_access=False,
+    def by_natural_key(self, driver: str, pool: str, name: str) -> DeviceQuerySet:
+        """The device ``name`` of ``driver``'s ``pool``: its stable identity, which survives its
+        slice being deleted and re-created (the row and its id do not). While a pool is being
+        republished the name may briefly sit in two slices; the newest generation comes first."""
+        return self.filter(driver=driver, pool_name=pool, name=name).order_by(
+            "-resource_slice__pool_generation", "-pk"
         )
-        if shared is True:
-            results = results.exclude(share_id="")
-        elif shared is False:
-            results = results.filter(share_id="")
-        return Exists(results)
 
     def allocated(self) -> DeviceQuerySet:
-        """Devices held by a claim (dedicated or shared); admin-access results do not count."""
-        return self.filter(self._allocations())
+        """Devices an allocation result holds (dedicated or shared); admin access holds nothing.
 
-    def shared(self) -> DeviceQuerySet:
-        """Devices held by a claim that is reserved for more than one consumer, or by shares."""
-        from claims.models import AllocatedDevice
-
-        multi = AllocatedDevice.objects.filter(
-            driver=OuterRef("driver"),
-            pool=OuterRef("pool_name"),
-            device_name=OuterRef("name"),
-            admin_access=False,
-            claim__consumer_count__gt=1,
-        )
-        return self.filter(self._allocations(shared=True) | Exists(multi))
+        Through the reverse relation ``allocations`` (kept by the mirror), so that this app
+        does not import the claims app above it."""
+        held = Device.objects.filter(allocations__admin_access=False).values("pk")
+        return self.filter(pk__in=held)
 
     def free(self) -> DeviceQuerySet:
-        return self.filter(state=DeviceState.FREE)
+        return self.in_state(DeviceState.FREE)
 
     def held(self) -> DeviceQuerySet:
         """Devices whose badge says a claim holds them (allocated or shared, not tainted):
@@ -70,15 +54,61 @@ class DeviceQuerySet(models.QuerySet["Device"]):
         return self.filter(state__in=[DeviceState.ALLOCATED, DeviceState.SHARED])
 
     def tainted(self) -> DeviceQuerySet:
-        return self.filter(is_tainted=True)
+        return self.in_state(DeviceState.TAINTED)
 
     def in_state(self, state: str) -> DeviceQuerySet:
-        """Devices whose badge shows ``state`` (tainted, then shared, then allocated, then
-        free): a tainted device that a claim still holds is listed as tainted."""
+        """Devices whose badge shows ``state``: the ``state`` column the mirror keeps, the one
+        definition every count by state (node list, device classes, dashboard) uses."""
         return self.filter(state=DeviceState(state))
 
+    def count_by_state(self) -> dict[str, int]:
+        """``{"total": n, "free": n, "allocated": n, ...}`` over every state, in one query."""
+        counts = self.order_by().aggregate(
+            total=Count("pk"),
+            **{state.value: Count("pk", filter=Q(state=state)) for state in DeviceState},
+        )
+        return {name: value or 0 for name, value in counts.items()}
+
+    def whole(self) -> DeviceQuerySet:
+        """Devices that are not partitions of another (MIG placements have a parent)."""
+        return self.filter(parent_uuid="")
+
+    def gpu_models(self) -> list[tuple[str, int]]:
+        """[(model, count)] of whole devices with a model name, most numerous first."""
+        rows = (
+            self.whole()
+            .exclude(model_name="")
+            .order_by()
+            .values("model_name")
+            .annotate(n=Count("pk"))
+            .order_by("-n", "model_name")
+        )
+        return [(row["model_name"], row["n"]) for row in rows]
+
     def on_node(self, node_name: str) -> DeviceQuerySet:
-        return self.filter(Q(node_name=node_name))
+        return self.filter(node_name=node_name)
+
+    def with_holders(self, user: AbstractBaseUser | AnonymousUser) -> DeviceQuerySet:
+        """Prefetches every device's allocation results (``allocations``) and, of their claims,
+        only those ``user`` may see, through the claims' own ``visible_to`` gate, as
+        ``result.visible_claim``: ``None`` for a claim in another tenant, which can then only
+        be shown anonymously.
+        Three queries whatever the number of devices (results, visible claims, consumers).
+
+        The claim models are reached through the relation, as this app does not import the
+        claims app above it."""
+        results = Device.allocations.rel.related_model
+        claims = results._meta.get_field("claim").related_model
+        return self.prefetch_related(
+            Prefetch("allocations", queryset=results.objects.order_by("admin_access", "pk")),
+            Prefetch(
+                "allocations__claim",
+                queryset=claims.objects.visible_to(user)
+                .only("pk", "namespace", "name")
+                .prefetch_related("consumers"),
+                to_attr="visible_claim",
+            ),
+        )
 
 
 class Device(models.Model):
@@ -137,4 +167,10 @@ class Device(models.Model):
         return f"{self.pool_name}/{self.name}"
 
     def get_absolute_url(self) -> str:
-        return reverse("device-detail", kwargs={"pk": self.pk})
+        return reverse("device-detail", kwargs=self.natural_key_kwargs)
+
+    @property
+    def natural_key_kwargs(self) -> dict[str, str]:
+        """How pages and the API address a device: ``(driver, pool, device)``, stable across
+        its slice being re-created; the integer id is an internal key only."""
+        return {"driver": self.driver, "pool": self.pool_name, "device": self.name}

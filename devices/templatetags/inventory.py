@@ -14,8 +14,9 @@ register = template.Library()
 
 
 @register.simple_tag
-def state_badge(state: str) -> str:
-    return tables.state_badge(state)
+def state_badge(state: str, reason: str = "") -> str:
+    """``{% state_badge device.state device.state_reason %}``: the badge, and why beneath."""
+    return tables.state_badge(state, reason)
 
 
 @register.filter

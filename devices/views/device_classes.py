@@ -7,53 +7,59 @@ evaluates them (``mirror.classes``), free or not.
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
-from django_tables2 import RequestConfig
 
 from devices.filtersets import DeviceClassFilterSet, drivers_named_by
-from devices.models import Device, DeviceClass, DeviceClassMatch
+from devices.models import DeviceClass
 from devices.tables import DeviceClassTable
 from devices.views.devices import pretty_json
-from mirror.classes import class_selector_errors
-from portal.htmx import render_page
+from dra.cel import compile_selector
+from portal.htmx import render_list
 
-__all__ = ["deviceclass_detail", "deviceclass_list", "devices_per_class"]
+__all__ = ["deviceclass_detail", "deviceclass_list", "selector_errors"]
 
 
-def devices_per_class() -> dict[str, int]:
-    """class name → number of matching devices, in one query."""
-    rows = DeviceClassMatch.objects.order_by().values("device_class_name").annotate(n=Count("pk"))
-    return {row["device_class_name"]: row["n"] for row in rows}
+def selector_errors(device_class: DeviceClass) -> list[str]:
+    """Why selectors of the class cannot be evaluated ("selector #1: ..."): then the class
+    matches no device. Compiled by the DRA core, as the mirror does when it matches devices."""
+    selectors = device_class.selectors if isinstance(device_class.selectors, list) else [None]
+    errors = []
+    for index, selector in enumerate(selectors):
+        cel = selector.get("cel") if isinstance(selector, dict) else None
+        expression = cel.get("expression") if isinstance(cel, dict) else None
+        if not isinstance(expression, str):
+            errors.append(f"selector #{index}: not a CEL selector")
+            continue
+        error = compile_selector(expression).error
+        if error is not None:
+            errors.append(f"selector #{index}: {error}")
+    return errors
 
 
 @login_required
 def deviceclass_list(request: HttpRequest) -> HttpResponse:
-    filterset = DeviceClassFilterSet(request.GET, queryset=DeviceClass.objects.all())
-    table = DeviceClassTable(filterset.qs)
-    RequestConfig(request, paginate={"per_page": 50}).configure(table)
-    table.device_counts = devices_per_class()
-    context = {
-        "filterset": filterset,
-        "table": table,
-        "is_filtered": bool(filterset.form.data.get("q")),
-        "has_data": bool(table.paginator.count) or DeviceClass.objects.exists(),
-    }
-    return render_page(request, "devices/deviceclass_list.html", "deviceclass-table", context)
+    return render_list(
+        request,
+        filterset=DeviceClassFilterSet(
+            request.GET, queryset=DeviceClass.objects.with_device_counts()
+        ),
+        table_class=DeviceClassTable,
+        template="devices/deviceclass_list.html",
+        fragment="deviceclass-table",
+    )
 
 
 @login_required
 def deviceclass_detail(request: HttpRequest, name: str) -> HttpResponse:
-    device_class = get_object_or_404(DeviceClass, name=name)
-    matches = Device.objects.filter(class_matches__device_class_name=device_class.name)
+    device_class = get_object_or_404(DeviceClass.objects.with_device_counts(), name=name)
     context = {
         "device_class": device_class,
         "expressions": device_class.cel_expressions,
-        "selector_errors": class_selector_errors(device_class),
+        "selector_errors": selector_errors(device_class),
         "drivers": sorted(drivers_named_by(device_class)),
-        "device_count": matches.count(),
-        "free_count": matches.free().count(),
+        "device_count": device_class.matching_device_count,
+        "free_count": device_class.free_device_count,
         "config_json": pretty_json(device_class.config) if device_class.config else "",
         "raw_json": pretty_json(device_class.raw),
     }

@@ -13,23 +13,24 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
-from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
-from django_tables2 import RequestConfig
+from django.db.models import Model, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse
+from django.utils.http import urlencode
 
-from claims.models import AllocatedDevice, ResourceClaim
 from devices.filtersets import DeviceFilterSet
-from devices.models import Device, DeviceClass, DeviceState, Pod, SharedCounterSet
+from devices.models import Device, DeviceClass, Pod, SharedCounterSet
 from devices.tables import DeviceTable, human_bytes
 from dra.quantity import QuantityError, parse_quantity
-from portal.htmx import render_page, wants_fragment
+from portal.htmx import render_list, render_page, wants_fragment
 
 __all__ = [
+    "Holder",
     "attribute_rows",
     "capacity_rows",
     "device_detail",
     "device_list",
+    "get_device",
+    "holders_of",
     "pretty_json",
 ]
 
@@ -37,8 +38,6 @@ LIST_DEFERRED = ("raw", "attributes", "capacity", "consumes_counters", "taints")
 FILTER_CHOICES_KEY = "devices:filter-choices"
 FILTER_CHOICES_SECONDS = 30
 NODE_SELECT_LIMIT = 100
-
-PER_PAGE = 50
 
 
 def pretty_json(value: Any) -> str:
@@ -82,76 +81,71 @@ def capacity_rows(capacity: dict[str, Any]) -> list[tuple[str, str, str]]:
 class Holder:
     """One allocation result naming the device, as far as the user may know it."""
 
-    result: AllocatedDevice
-    claim: ResourceClaim | None  # None: a claim in another tenant
+    result: Model  # claims.AllocatedDevice, prefetched by ``Device.objects.with_holders``
+    claim: Model | None  # claims.ResourceClaim; None: a claim in another tenant
     pods: list[Pod] = field(default_factory=list)
 
 
-def _holders(user: Any, device: Device) -> tuple[list[Holder], list[Holder]]:
-    """(holders, admin-access holders) of the device."""
-    results = list(
-        AllocatedDevice.objects.filter(device=device)
-        .select_related("claim")
-        .prefetch_related("claim__consumers")
-    )
-    visible = set(
-        ResourceClaim.objects.visible_to(user)
-        .filter(pk__in=[r.claim_id for r in results])
-        .values_list("pk", flat=True)
-    )
-    consumers = {
-        (r.claim.namespace, c.name): c
-        for r in results
-        if r.claim_id in visible
-        for c in r.claim.consumers.all()
+def holders_of(device: Device) -> tuple[list[Holder], list[Holder]]:
+    """(holders, admin-access observers) of a device fetched ``with_holders(user)``; each
+    visible claim with the pods it is reserved for (one query for every pod)."""
+    results = list(device.allocations.all())  # type: ignore[attr-defined]
+    wanted = {
+        (result.visible_claim.namespace, consumer.name)
+        for result in results
+        if result.visible_claim is not None
+        for consumer in result.visible_claim.consumers.all()
     }
     pods: dict[tuple[str, str], Pod] = {}
-    if consumers:
-        namespaces = {ns for ns, _ in consumers}
-        for pod in Pod.objects.filter(namespace__in=namespaces, name__in=[n for _, n in consumers]):
+    if wanted:
+        for pod in Pod.objects.filter(
+            namespace__in={ns for ns, _ in wanted}, name__in={name for _, name in wanted}
+        ):
             pods[(pod.namespace, pod.name)] = pod
     holders: list[Holder] = []
-    admins: list[Holder] = []
+    observers: list[Holder] = []
     for result in results:
-        if result.claim_id in visible:
-            claim = result.claim
-            holder = Holder(
-                result,
-                claim,
-                [
-                    pods.get((claim.namespace, c.name))
-                    or Pod(namespace=claim.namespace, name=c.name)
-                    for c in claim.consumers.all()
-                ],
-            )
-        else:
-            holder = Holder(result, None)
-        (admins if result.admin_access else holders).append(holder)
-    return holders, admins
+        claim = result.visible_claim
+        holder = Holder(result, claim)
+        if claim is not None:
+            holder.pods = [
+                pods.get((claim.namespace, c.name)) or Pod(namespace=claim.namespace, name=c.name)
+                for c in claim.consumers.all()
+            ]
+        (observers if result.admin_access else holders).append(holder)
+    return holders, observers
 
 
 @login_required
 def device_list(request: HttpRequest) -> HttpResponse:
     # The table shows scalar columns only; the JSON columns are large.
-    queryset = (Device.objects.visible_to(request.user)).defer(*LIST_DEFERRED)
+    queryset = Device.objects.visible_to(request.user).defer(*LIST_DEFERRED)
     filterset = DeviceFilterSet(request.GET, queryset=queryset)
-    table = DeviceTable(filterset.qs)
-    RequestConfig(request, paginate={"per_page": PER_PAGE}).configure(table)
-    context = {
-        "filterset": filterset,
-        "table": table,
-        "is_filtered": any(filterset.form.data.get(name) for name in filterset.filters),
-        "has_data": bool(table.paginator.count) or Device.objects.exists(),
+    active = {
+        name: value for name, value in request.GET.items() if name in filterset.filters and value
     }
-    if not wants_fragment(request):
-        context.update(_filter_choices())
-    return render_page(request, "devices/device_list.html", "device-table", context)
+    return render_list(
+        request,
+        filterset=filterset,
+        table_class=DeviceTable,
+        template="devices/device_list.html",
+        fragment="device-table",
+        context={"export_query": urlencode(active)},
+        filter_choices=_filter_choices,
+    )
 
 
 def _filter_choices() -> dict[str, Any]:
-    """Values offered by the filter form's selects; cached briefly, as scanning every device
-    for its distinct drivers, models and nodes on each page view would dominate the page."""
-    return cache.get_or_set(FILTER_CHOICES_KEY, _compute_filter_choices, FILTER_CHOICES_SECONDS)
+    """Values offered by the filter form's selects (``offer_choices``); cached briefly, as
+    scanning every device for its distinct drivers, models and nodes on each page view would
+    dominate the page."""
+    values = cache.get_or_set(FILTER_CHOICES_KEY, _compute_filter_choices, FILTER_CHOICES_SECONDS)
+    return {
+        "node": ("All nodes", values["nodes"]),
+        "driver": ("All drivers", values["drivers"]),
+        "model": ("All models", values["models"]),
+        "device_class": ("All device classes", values["device_classes"]),
+    }
 
 
 def _compute_filter_choices() -> dict[str, Any]:
@@ -173,7 +167,6 @@ def _compute_filter_choices() -> dict[str, Any]:
         # A select of thousands of nodes is unusable and slow to render: a text field then.
         "nodes": nodes if len(nodes) <= NODE_SELECT_LIMIT else None,
         "device_classes": list(DeviceClass.objects.values_list("name", flat=True)),
-        "states": DeviceState.choices,
     }
 
 
@@ -190,41 +183,57 @@ def _counter_sets(device: Device) -> list[SharedCounterSet]:
     )
 
 
+def get_device(user: Any, driver: str, pool: str, name: str) -> Device:
+    """The device ``name`` of ``driver``'s ``pool`` (its stable identity), with its holders
+    prefetched as ``user`` may see them; ``Http404`` if none is published."""
+    device = (
+        Device.objects.visible_to(user)
+        .by_natural_key(driver, pool, name)
+        .select_related("resource_slice")
+        .with_holders(user)
+        .first()
+    )
+    if device is None:
+        raise Http404("No such device.")
+    return device
+
+
 @login_required
-def device_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    device: Device = get_object_or_404(
-        (Device.objects.visible_to(request.user)).select_related("resource_slice"),
-        pk=pk,
-    )
-    holders, admin_holders = _holders(request.user, device)
+def device_detail(request: HttpRequest, driver: str, pool: str, device: str) -> HttpResponse:
+    found = get_device(request.user, driver, pool, device)
+    holders, admin_holders = holders_of(found)
+    context: dict[str, Any] = {
+        "device": found,
+        "holders": holders,
+        "admin_holders": admin_holders,
+    }
+    if wants_fragment(request):
+        # The live part only: state, reason and holders (polled every few seconds).
+        return render_page(request, "devices/device_detail.html", "device-status", context)
     partitions: QuerySet[Device] | list[Device] = []
-    if device.uuid:
-        partitions = Device.objects.filter(parent_uuid=device.uuid)
-    parent = Device.objects.filter(uuid=device.parent_uuid).first() if device.parent_uuid else None
-    device_classes = DeviceClass.objects.filter(
-        name__in=device.class_matches.values("device_class_name")
-    )
+    if found.uuid:
+        partitions = Device.objects.filter(parent_uuid=found.uuid)
+    parent = Device.objects.filter(uuid=found.parent_uuid).first() if found.parent_uuid else None
     consumes = [
         {
             "counter_set": entry.get("counterSet", ""),
             "counters": capacity_rows(entry.get("counters") or {}),
         }
-        for entry in device.consumes_counters
+        for entry in found.consumes_counters
         if isinstance(entry, dict)
     ]
-    context = {
-        "device": device,
-        "attributes": attribute_rows(device.attributes),
-        "capacity": capacity_rows(device.capacity),
+    context |= {
+        "attributes": attribute_rows(found.attributes),
+        "capacity": capacity_rows(found.capacity),
         "consumes": consumes,
         "counter_sets": [
-            {"set": cs, "counters": capacity_rows(cs.counters)} for cs in _counter_sets(device)
+            {"set": cs, "counters": capacity_rows(cs.counters)} for cs in _counter_sets(found)
         ],
-        "holders": holders,
-        "admin_holders": admin_holders,
         "partitions": partitions,
         "parent": parent,
-        "device_classes": device_classes,
-        "raw_json": pretty_json(device.raw),
+        "device_classes": DeviceClass.objects.filter(
+            name__in=found.class_matches.values("device_class_name")
+        ),
+        "raw_json": pretty_json(found.raw),
     }
-    return render(request, "devices/device_detail.html", context)
+    return render_page(request, "devices/device_detail.html", "device-status", context)

@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
-from django_tables2 import RequestConfig
+from django_tables2 import Table
 
 from devices.filtersets import NodeFilterSet
-from devices.models import Device, Node, ResourceSlice, SharedCounterSet
-from devices.tables import NodeTable, gpu_models_by_node, with_device_counts
+from devices.models import Device, DeviceState, Node, ResourceSlice, SharedCounterSet
+from devices.tables import NodeTable
 from devices.views.devices import attribute_rows, capacity_rows, pretty_json
-from portal.htmx import render_page
+from portal.htmx import render_list, render_page, wants_fragment
 
 __all__ = ["node_detail", "node_list"]
-
-PER_PAGE = 50
 
 
 def _nodes_without_a_node_row() -> list[str]:
@@ -34,21 +32,24 @@ def _nodes_without_a_node_row() -> list[str]:
     )
 
 
+def _gpus_of_the_page(table: Table) -> dict[str, Any]:
+    names = [row.record.name for row in table.page.object_list]
+    table.gpu_models = Node.objects.filter(name__in=names).gpu_models()
+    return {}
+
+
 @login_required
 def node_list(request: HttpRequest) -> HttpResponse:
-    filterset = NodeFilterSet(request.GET, queryset=with_device_counts(Node.objects.all()))
-    table = NodeTable(filterset.qs)
-    RequestConfig(request, paginate={"per_page": PER_PAGE}).configure(table)
-    table.gpu_models = gpu_models_by_node(row.record.name for row in table.page.object_list)
     orphans = _nodes_without_a_node_row()
-    context = {
-        "filterset": filterset,
-        "table": table,
-        "orphans": orphans,
-        "is_filtered": any(filterset.form.data.get(name) for name in filterset.filters),
-        "has_data": bool(table.paginator.count or orphans),
-    }
-    return render_page(request, "devices/node_list.html", "node-table", context)
+    return render_list(
+        request,
+        filterset=NodeFilterSet(request.GET, queryset=Node.objects.with_device_counts()),
+        table_class=NodeTable,
+        template="devices/node_list.html",
+        fragment="node-table",
+        context={"orphans": orphans},
+        page_context=_gpus_of_the_page,
+    )
 
 
 @dataclass
@@ -96,6 +97,12 @@ def _conditions(node: Node | None) -> list[dict[str, Any]]:
     return [c for c in conditions if isinstance(c, dict)]
 
 
+def _state_counts(devices: list[Device]) -> list[tuple[str, str, int]]:
+    """(state, label, count) of the states the node's devices are in."""
+    counts = Counter(device.state for device in devices)
+    return [(s.value, s.label, counts[s.value]) for s in DeviceState if counts[s.value]]
+
+
 @login_required
 def node_detail(request: HttpRequest, name: str) -> HttpResponse:
     node = Node.objects.filter(name=name).first()
@@ -106,25 +113,30 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
     )
     if node is None and not slices:
         raise Http404("No such node.")
-    devices = list((Device.objects.filter(node_name=name)).order_by("resource_slice__name", "pk"))
-    pools = {(s.driver, s.pool_name) for s in slices}
-    pool_filter = Q(pk__in=[])
-    for driver, pool in pools:
-        pool_filter |= Q(driver=driver, pool_name=pool)
-    counter_sets = [
-        {"set": cs, "counters": capacity_rows(cs.counters)}
-        for cs in SharedCounterSet.objects.filter(pool_filter)
-    ]
-    node_info = ((node.raw.get("status") or {}).get("nodeInfo") or {}) if node else {}
-    context = {
+    devices = list(Device.objects.on_node(name).order_by("resource_slice__name", "pk"))
+    context: dict[str, Any] = {
         "name": name,
         "node": node,
+        "slices": _group_devices(slices, devices),
+        "device_count": len(devices),
+        "state_counts": _state_counts(devices),
+        "gpus": node.device_plugin_gpus if node else [],
+    }
+    if wants_fragment(request):
+        # The live part only: the slices and their devices' states (polled).
+        return render_page(request, "devices/node_detail.html", "node-devices", context)
+    pool_filter = Q(pk__in=[])
+    for driver, pool in {(s.driver, s.pool_name) for s in slices}:
+        pool_filter |= Q(driver=driver, pool_name=pool)
+    node_info = ((node.raw.get("status") or {}).get("nodeInfo") or {}) if node else {}
+    context |= {
         "labels": sorted(node.labels.items()) if node else [],
         "conditions": _conditions(node),
         "node_info": node_info,
-        "slices": _group_devices(slices, devices),
-        "device_count": len(devices),
-        "counter_sets": counter_sets,
+        "counter_sets": [
+            {"set": cs, "counters": capacity_rows(cs.counters)}
+            for cs in SharedCounterSet.objects.filter(pool_filter)
+        ],
         "raw_json": pretty_json(node.raw) if node else "",
     }
-    return render(request, "devices/node_detail.html", context)
+    return render_page(request, "devices/node_detail.html", "node-devices", context)

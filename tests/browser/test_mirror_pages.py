@@ -26,15 +26,21 @@ def test_a_portal_admin_browses_nodes_and_devices(
     page.locator("tr.partitions details summary").first.click()
     assert page.get_by_text("gpu-0-mig-1g10gb-15-0").first.is_visible()
     page.screenshot(path=artifacts_dir / "mirror-node-detail-a100.png", full_page=True)
+    page.locator("tr.partitions details").first.scroll_into_view_if_needed()
+    page.screenshot(path=artifacts_dir / "mirror-node-detail-a100-partitions.png")
 
     page.goto(f"{live_server.url}/devices/")
     page.select_option("select[name=node]", "dgx-h100-01")
     page.wait_for_url("**/devices/?*node=dgx-h100-01*")
     page.wait_for_function("document.querySelectorAll('#device-table tbody tr').length === 10")
+    # the export follows the filters, and the table polls with them
+    assert "node=dgx-h100-01" in page.locator("[data-testid=export]").get_attribute("href")
+    assert "node=dgx-h100-01" in page.locator("#device-table").get_attribute("hx-get")
     page.screenshot(path=artifacts_dir / "mirror-device-list.png", full_page=True)
 
     device = Device.objects.get(node_name="dgx-h100-01", name="gpu-0", driver="gpu.nvidia.com")
-    page.goto(f"{live_server.url}/devices/{device.pk}/")
+    page.goto(f"{live_server.url}{device.get_absolute_url()}")
+    assert page.url.endswith("/devices/gpu.nvidia.com/dgx-h100-01/gpu-0/")
     assert page.get_by_text("gpu-test1/pod1-gpu-nscrq").is_visible()
     page.screenshot(path=artifacts_dir / "mirror-device-detail.png", full_page=True)
 

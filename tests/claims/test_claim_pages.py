@@ -75,18 +75,73 @@ def test_the_claim_list_filters_with_htmx(client_as, alice, mirrored_cluster):
 
 
 def test_the_claim_list_query_count_does_not_grow_with_claims(
-    client_as, root, mirrored_cluster, django_assert_max_num_queries
+    client_as, root, alice, mirrored_cluster, django_assert_num_queries
+):
+    admin, member = client_as(root), client_as(alice)
+    # session, user, count, page, the filter form's namespaces and drivers
+    with django_assert_num_queries(6):
+        admin.get("/claims/")
+    # a member's gate is a subquery of the same queries
+    with django_assert_num_queries(6):
+        member.get("/claims/")
+    with django_assert_num_queries(4):  # the fragment has no filter form
+        admin.get("/claims/?state=pending", HTTP_HX_REQUEST="true")
+
+
+def test_a_claim_page_costs_a_fixed_number_of_queries(
+    client_as, root, mirrored_cluster, django_assert_num_queries
 ):
     client = client_as(root)
-    with django_assert_max_num_queries(6):
-        client.get("/claims/")
+    # session, user, claim, results with their devices, consumers, pods
+    with django_assert_num_queries(6):
+        client.get(TEAM_A_CLAIM)
+    with django_assert_num_queries(6):
+        client.get("/claims/admin-access/pod0-admin-gpu-z7wjx/")
+    with django_assert_num_queries(6):
+        client.get(TEAM_A_CLAIM, HTTP_HX_REQUEST="true")
+
+
+def test_an_admin_access_claim_counts_the_devices_it_observes(client_as, root, mirrored_cluster):
+    response = client_as(root).get("/claims/?namespace=admin-access")
+    (claim,) = response.context["table"].data
+    assert claim.device_count == 0
+    assert claim.observed_device_count == 8
+    content = response.content.decode()
+    assert "8 (admin access)" in content
+    page = client_as(root).get("/claims/admin-access/pod0-admin-gpu-z7wjx/").content.decode()
+    assert "8 devices (admin access: observed, not held)" in page
+    assert "0 devices" not in page
+
+
+def test_the_claim_list_refreshes_itself_with_its_filters(client_as, alice, mirrored_cluster):
+    page = client_as(alice).get("/claims/?q=pod2").content.decode()
+    assert 'hx-get="/claims/?q=pod2"' in page
+    assert "every 10s" in page
+    poll = client_as(alice).get("/claims/?q=pod2", HTTP_HX_REQUEST="true").content.decode()
+    assert poll.lstrip().startswith('<div id="resourceclaim-table"')
+    assert "pod1-gpu-nscrq" not in poll
+
+
+def test_the_claim_page_refreshes_its_allocation_and_consumers(client_as, bob, mirrored_cluster):
+    page = client_as(bob).get(TEAM_A_CLAIM).content.decode()
+    assert f'hx-get="{TEAM_A_CLAIM}"' in page
+    fragment = client_as(bob).get(TEAM_A_CLAIM, HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in fragment
+    assert "Raw JSON" not in fragment
+    assert 'id="claim-consumers" hx-swap-oob="true"' in fragment
+    assert 'id="claim-state-badge" hx-swap-oob="true"' in fragment
+    assert "/devices/gpu.nvidia.com/dgx-h100-01/gpu-0/" in fragment
+
+
+def test_the_live_claim_page_is_gated_like_the_page(client_as, carol, mirrored_cluster):
+    assert client_as(carol).get(TEAM_A_CLAIM, HTTP_HX_REQUEST="true").status_code == 404
 
 
 def test_a_claim_page_shows_requests_results_and_consumers(client_as, bob, mirrored_cluster):
     content = client_as(bob).get(TEAM_A_CLAIM).content.decode()
     assert "gpu.nvidia.com" in content
     assert "ExactCount" in content
-    assert 'href="/devices/' in content  # the allocated device links to its page
+    assert 'href="/devices/gpu.nvidia.com/dgx-h100-01/gpu-0/"' in content  # its device's page
     assert "pod1" in content
     assert "Running" in content
     assert "metadata.name" in content  # the node selector

@@ -32,6 +32,10 @@ def test_one_claim_is_addressed_by_namespace_and_name(api_as, bob, mirrored_clus
     body = api_as(bob).get(TEAM_A_CLAIM).json()
     assert body["state"] == "in_use"
     assert body["results"][0]["device"] == "gpu-0"
+    assert body["results"][0]["device_url"].endswith(
+        "/api/v1/devices/gpu.nvidia.com/dgx-h100-01/gpu-0/"
+    )
+    assert api_as(bob).get(body["results"][0]["device_url"]).status_code == 200
     assert body["reserved_for"][0]["name"] == "pod1"
     assert body["url"].endswith(TEAM_A_CLAIM)
 

@@ -43,3 +43,37 @@ def test_the_dashboards_device_counts_add_up_and_match_their_links(
         state = part.removesuffix("_count")
         listed = client_as(root).get(f"/devices/?state={state}").context["table"].paginator.count
         assert listed == cluster[part], state
+
+
+def test_the_dashboard_counts_legacy_device_plugin_gpus_by_model(
+    client_as, alice, mirrored_cluster
+):
+    gpus = {
+        g["model_name"]: g["count"] for g in client_as(alice).get("/").context["cluster"]["gpus"]
+    }
+    assert gpus["Tesla T4"] == 4
+    assert gpus["NVIDIA H100 80GB HBM3"] == 16
+    content = client_as(alice).get("/").content.decode()
+    assert "Tesla T4" in content
+
+
+def test_the_dashboard_and_node_list_count_states_alike(client_as, root, mirrored_cluster):
+    client = client_as(root)
+    cluster = client.get("/").context["cluster"]
+    nodes = list(client.get("/nodes/?per_page=500").context["table"].data)
+    for state in ("free", "allocated", "shared", "tainted"):
+        on_nodes = sum(getattr(node, f"{state}_count") for node in nodes)
+        from devices.models import Device
+
+        off_nodes = Device.objects.filter(node_name="", state=state).count()
+        assert on_nodes + off_nodes == cluster[f"{state}_count"], state
+
+
+def test_the_dashboard_costs_a_fixed_number_of_queries(
+    client_as, alice, mirrored_cluster, django_assert_num_queries
+):
+    client = client_as(alice)
+    # session, user, tenants (2: the page and their namespaces), tenant count, quota count,
+    # token count, nodes, device states, GPUs by model, device-plugin GPUs, claims, ready nodes
+    with django_assert_num_queries(13):
+        client.get("/")

@@ -14,12 +14,39 @@ def test_every_signed_in_user_sees_device_classes(client_as, personas, mirrored_
     assert client.get("/device-classes/gpu.nvidia.com/").status_code == 200
 
 
-def test_the_list_counts_devices_of_each_class_driver(client_as, alice, mirrored_cluster):
+def test_the_list_counts_the_devices_each_class_matches(client_as, alice, mirrored_cluster):
+    from devices.models import Device
+
     response = client_as(alice).get("/device-classes/")
     table = response.context["table"]
     assert table.paginator.count == 6
-    assert table.device_counts["gpu.example.com"] == 8
+    counts = {row.record.name: row.record for row in table.rows}
+    assert counts["gpu.example.com"].matching_device_count == 8
+    assert counts["mig.nvidia.com"].matching_device_count == 200
+    assert counts["mig.nvidia.com"].free_device_count == (
+        Device.objects.filter(device_type="mig").free().count()
+    )
     assert b"Matching devices" in response.content
+
+
+def test_the_footnote_says_membership_is_by_cel_selectors(client_as, alice, mirrored_cluster):
+    content = client_as(alice).get("/device-classes/").content.decode()
+    note = content[content.index('data-testid="membership-note"') :].split("</p>")[0]
+    assert "every CEL selector of the class accepts" in note
+    assert "Devices of its driver" not in content
+    assert "will come from the allocator" not in content
+
+
+def test_device_class_pages_cost_a_fixed_number_of_queries(
+    client_as, root, mirrored_cluster, django_assert_num_queries
+):
+    client = client_as(root)
+    # session, user, count, page (counts annotated)
+    with django_assert_num_queries(4):
+        client.get("/device-classes/")
+    # session, user, the class with its counts
+    with django_assert_num_queries(3):
+        client.get("/device-classes/mig.nvidia.com/")
 
 
 def test_the_list_filters_with_htmx(client_as, alice, mirrored_cluster):

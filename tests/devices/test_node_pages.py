@@ -36,7 +36,7 @@ def test_the_node_list_counts_gpus_by_model_and_legacy_resources(
 
 
 def test_the_node_list_query_count_does_not_grow_with_nodes(
-    client_as, root, mirrored_cluster, django_assert_max_num_queries
+    client_as, root, mirrored_cluster, django_assert_num_queries
 ):
     client = client_as(root)
     with CaptureQueriesContext(connection) as one_node:
@@ -44,8 +44,65 @@ def test_the_node_list_query_count_does_not_grow_with_nodes(
     with CaptureQueriesContext(connection) as all_nodes:
         client.get("/nodes/")
     assert len(one_node) == len(all_nodes)
-    with django_assert_max_num_queries(6):
+    # session, user, orphan node names, count, page, DRA GPUs by model, device-plugin GPUs
+    with django_assert_num_queries(7):
         client.get("/nodes/")
+    with django_assert_num_queries(7):
+        client.get("/nodes/?ready=true", HTTP_HX_REQUEST="true")
+
+
+def test_a_node_page_costs_a_fixed_number_of_queries(
+    client_as, root, mirrored_cluster, django_assert_num_queries
+):
+    client = client_as(root)
+    # session, user, node, slices, devices, counter sets
+    with django_assert_num_queries(6):
+        client.get("/nodes/dgx-a100-01/")
+    with django_assert_num_queries(6):
+        client.get("/nodes/dgx-h100-01/")
+    # the live fragment: session, user, node, slices, devices
+    with django_assert_num_queries(5):
+        client.get("/nodes/dgx-a100-01/", HTTP_HX_REQUEST="true")
+
+
+def test_legacy_device_plugin_gpus_are_counted_by_model(client_as, carol, mirrored_cluster):
+    response = client_as(carol).get("/nodes/?q=legacy")
+    assert response.context["table"].gpu_models == {"gpu-legacy-01": [("Tesla T4", 4)]}
+    assert "4 × Tesla T4" in response.content.decode()
+    node = client_as(carol).get("/nodes/gpu-legacy-01/").content.decode()
+    assert "4 × Tesla T4" in node
+
+
+def test_node_counts_by_state_match_the_device_list_and_add_up(client_as, root, mirrored_cluster):
+    client = client_as(root)
+    rows = {row.record.name: row.record for row in client.get("/nodes/").context["table"].rows}
+    for name, node in rows.items():
+        states = ("free", "allocated", "shared", "blocked", "tainted")
+        assert sum(getattr(node, f"{state}_count") for state in states) == node.device_count
+        for state in states:
+            listed = client.get(f"/devices/?node={name}&state={state}").context["table"]
+            assert listed.paginator.count == getattr(node, f"{state}_count"), (name, state)
+    assert rows["dgx-h100-01"].shared_count == 1  # a shared device is not "allocated" too
+
+
+def test_the_node_list_refreshes_itself_with_its_filters(client_as, bob, mirrored_cluster):
+    page = client_as(bob).get("/nodes/?q=h100").content.decode()
+    assert 'hx-get="/nodes/?q=h100"' in page
+    poll = client_as(bob).get("/nodes/?q=h100", HTTP_HX_REQUEST="true").content.decode()
+    assert poll.lstrip().startswith('<div id="node-table"')
+    assert "dgx-a100-01" not in poll
+
+
+def test_the_node_page_refreshes_its_devices_and_keeps_partitions_open(
+    client_as, bob, mirrored_cluster
+):
+    page = client_as(bob).get("/nodes/dgx-a100-01/").content.decode()
+    assert 'id="node-devices" hx-get="/nodes/dgx-a100-01/"' in page
+    assert "details[open]" in page
+    fragment = client_as(bob).get("/nodes/dgx-a100-01/", HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in fragment
+    assert "Labels" not in fragment
+    assert "25 partitions of gpu-0" in fragment
 
 
 def test_the_node_list_filters_with_htmx(client_as, bob, mirrored_cluster):

@@ -72,7 +72,7 @@ def team_a_objects(alice, team_a):
         "token": token.pk,
         "quota": team_a.quotas.first().pk,
         "auditevent": event.pk,
-        "device": device.pk,
+        "device": device.natural_key_kwargs,
         "resource_slice": ResourceSlice.objects.filter(node_name="dgx-h100-01").first().name,
     }
 
@@ -85,8 +85,8 @@ def sample_kwargs(name: str, params: tuple[str, ...], objects: dict[str, Any]) -
         "api:auditevent-detail": {"pk": objects["auditevent"]},
         "node-detail": {"name": "dgx-h100-01"},
         "api:node-detail": {"name": "dgx-h100-01"},
-        "device-detail": {"pk": objects["device"]},
-        "api:device-detail": {"pk": objects["device"]},
+        "device-detail": objects["device"],
+        "api:device-detail": {"key": "{driver}/{pool}/{device}".format(**objects["device"])},
         "deviceclass-detail": {"name": "gpu.nvidia.com"},
         "api:deviceclass-detail": {"name": "gpu.nvidia.com"},
         "api:resourceslice-detail": {"name": objects["resource_slice"]},
