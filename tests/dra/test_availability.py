@@ -334,11 +334,13 @@ def test_the_randomized_clusters_reach_every_state():
 def test_the_whole_contract_agrees_on_a_blocked_and_a_free_a100():
     slices = [o for o in _items("nvidia-a100-mig.json") if o["kind"] == "ResourceSlice"]
     claims = [o for o in _items("claims.json") if o["kind"] == "ResourceClaim"]
-    gpus = next(
-        s for s in slices if any(d["name"] == "gpu-0" for d in s["spec"].get("devices", []))
-    )
     statuses = {}
     for device in ("gpu-0", "gpu-2"):
+        home = next(
+            item
+            for item in slices
+            if any(d["name"] == device for d in item["spec"].get("devices", []))
+        )
         statuses[device] = run_case(
             {
                 "name": device,
