@@ -30,10 +30,12 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
 
-## lint: ruff, formatting and Django's checks (CI runs these too)
+## lint: ruff, formatting, types of the DRA core, the import contracts and Django's checks (CI too)
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
 

@@ -6,16 +6,41 @@ cluster is connected yet.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Q
+from django.urls import reverse
 
 from claims.models import ResourceClaim
 from devices.models import Device, DeviceState, Node
 from mirror.models import MirrorStatus
 
 __all__ = ["cluster_overview"]
+
+
+def _gpus_by_model(dra_gpus: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``[{"model_name", "count", "url"}]`` of the whole GPUs DRA drivers publish and of those
+    device plugins advertise as node extended resources (legacy nodes DRA does not manage),
+    most numerous first: the same GPUs the node list counts per node. DRA models link to their
+    devices; device-plugin models, which have no device rows, to the node list."""
+    counts: Counter[str] = Counter({gpu["model_name"]: gpu["count"] for gpu in dra_gpus})
+    dra_models = set(counts)
+    for gpus in Node.objects.device_plugin_gpus().values():
+        for model, count in gpus:
+            counts[model] += count
+    devices, nodes = reverse("device-list"), reverse("node-list")
+    return [
+        {
+            "model_name": model,
+            "count": count,
+            "url": f"{devices}?{urlencode({'model': model})}" if model in dra_models else nodes,
+        }
+        for model, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    ]
 
 
 def cluster_overview(user: AbstractBaseUser | AnonymousUser) -> dict[str, Any] | None:
@@ -36,13 +61,12 @@ def cluster_overview(user: AbstractBaseUser | AnonymousUser) -> dict[str, Any] |
     )
     if not node_count and not states["total"]:
         return None
-    gpus = list(
+    gpus = _gpus_by_model(
         devices.filter(parent_uuid="")
         .exclude(model_name="")
         .order_by()
         .values("model_name")
         .annotate(count=Count("pk"))
-        .order_by("-count", "model_name")
     )
     claims = ResourceClaim.objects.visible_to(user).aggregate(
         total=Count("pk"),

@@ -36,7 +36,8 @@ def test_nodes_carry_device_counts_and_gpu_models(api_as, carol, mirrored_cluste
     assert nodes["dgx-h100-01"]["device_count"] == 10
     assert nodes["gpu-legacy-01"]["extended_resources"] == {"nvidia.com/gpu": "4"}
     assert nodes["gpu-legacy-01"]["gpus"] == [{"model": "Tesla T4", "count": 4}]
-    assert nodes["dgx-h100-01"]["shared_count"] == 1
+    assert nodes["dgx-h100-01"]["allocated_count"] == 3  # gpu-3's claim is shared by two pods
+    assert nodes["dgx-a100-01"]["blocked_count"] == 44
     one = api_as(carol).get("/api/v1/nodes/dgx-a100-01/").json()
     assert one["gpus"] == [{"model": "NVIDIA A100-SXM4-40GB", "count": 8}]
 
@@ -137,9 +138,10 @@ def test_the_export_honours_the_list_filters(api_as, bob, mirrored_cluster):
     response = api_as(bob).get("/api/v1/devices/export/?driver=gpu.example.com")
     lines = b"".join(response.streaming_content).decode().splitlines()
     assert len(lines) == 8
-    response = api_as(bob).get("/api/v1/devices/export/?node=dgx-h100-01&state=shared")
+    response = api_as(bob).get("/api/v1/devices/export/?node=dgx-a100-01&state=allocated")
     lines = b"".join(response.streaming_content).decode().splitlines()
-    assert [json.loads(line)["state"] for line in lines] == ["shared"]
+    assert {json.loads(line)["state"] for line in lines} == {"allocated"}
+    assert len(lines) == 8
 
 
 def test_export_errors_are_json(api_as, client, bob, mirrored_cluster):

@@ -82,7 +82,7 @@ def test_node_counts_by_state_match_the_device_list_and_add_up(client_as, root, 
         for state in states:
             listed = client.get(f"/devices/?node={name}&state={state}").context["table"]
             assert listed.paginator.count == getattr(node, f"{state}_count"), (name, state)
-    assert rows["dgx-h100-01"].shared_count == 1  # a shared device is not "allocated" too
+    assert rows["dgx-a100-01"].blocked_count == 44  # GPUs and partitions whose counters are taken
 
 
 def test_the_node_list_refreshes_itself_with_its_filters(client_as, bob, mirrored_cluster):
