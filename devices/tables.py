@@ -48,7 +48,10 @@ def state_badge(state: str, reason: str = "") -> SafeString:
     if not reason:
         return badge
     return format_html(
-        '{}<div class="state-reason small text-body-secondary">{}</div>', badge, reason
+        '{}<div class="state-reason small text-body-secondary" title="{}">{}</div>',
+        badge,
+        reason,
+        reason,
     )
 
 
@@ -122,7 +125,7 @@ class DeviceTable(tables.Table):
     name = tables.Column(linkify=True, attrs={"td": {"class": "fw-medium text-nowrap"}})
     node_name = tables.Column(verbose_name="Node", attrs={"td": {"class": "text-nowrap"}})
     driver = tables.Column(attrs={"td": {"class": "text-nowrap small"}})
-    model_name = tables.Column(verbose_name="Model")
+    model_name = tables.Column(verbose_name="Model", attrs={"td": {"class": "text-nowrap"}})
     device_type = tables.Column(verbose_name="Type")
     memory_bytes = tables.Column(verbose_name="Memory", attrs={"td": {"class": "text-nowrap"}})
     pci_bus_id = tables.Column(

@@ -9,11 +9,11 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 
 from mirror.mapping import MIRRORED_KINDS
 from mirror.models import MirrorStatus
 from mirror.store import MODELS
+from portal.htmx import render_page
 
 __all__ = ["KindRows", "mirror_status", "rows_per_kind"]
 
@@ -50,4 +50,4 @@ def mirror_status(request: HttpRequest) -> HttpResponse:
         "stale_seconds": settings.MIRROR_STALE_SECONDS,
         "kinds": rows_per_kind(),
     }
-    return render(request, "mirror/mirrorstatus_list.html", context)
+    return render_page(request, "mirror/mirrorstatus_list.html", "mirror-status", context)

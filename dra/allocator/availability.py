@@ -157,7 +157,7 @@ def _device_availability(
     if features.device_taints and taints:
         return Availability(
             State.TAINTED,
-            "tainted: " + ", ".join(f"{t.key}={t.value}:{t.effect}" for t in taints),
+            "taint " + ", ".join(f"{t.key}={t.value}:{t.effect}" for t in taints),
         )
     held = holders.get(key, [])
     if key in allocated.in_use:
@@ -230,7 +230,7 @@ def _counters_blocking(
     )
     if not takers:
         counters = ", ".join(f"{set_name}/{name}" for set_name, name in short[:_NAMED])
-        return f"blocked: counters {counters} are overcommitted"
+        return f"counters {counters} are overcommitted"
     named = ", ".join(takers[:_NAMED])
     more = f" and {len(takers) - _NAMED} more" if len(takers) > _NAMED else ""
-    return f"blocked: counters used by {named}{more}"
+    return f"counters used by {named}{more}"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 
+from portal.htmx import render_page, wants_fragment
 from portal.models import ApiToken, Quota, Tenant
 from portal.overview import cluster_overview
 
@@ -14,8 +14,11 @@ __all__ = ["dashboard"]
 
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
-    tenants = Tenant.objects.visible_to(request.user).prefetch_related("namespaces")
+    """The whole page, or (htmx, every few seconds) the live cluster card and mirror banner."""
     cluster = cluster_overview(request.user)
+    if wants_fragment(request):
+        return render_page(request, "portal/dashboard.html", "cluster-live", {"cluster": cluster})
+    tenants = Tenant.objects.visible_to(request.user).prefetch_related("namespaces")
     context = {
         "tenants": tenants[:8],
         "tenant_count": tenants.count(),
@@ -23,4 +26,4 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "token_count": ApiToken.objects.filter(user=request.user).usable().count(),
         "cluster": cluster,
     }
-    return render(request, "portal/dashboard.html", context)
+    return render_page(request, "portal/dashboard.html", "cluster-live", context)

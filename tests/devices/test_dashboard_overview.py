@@ -78,3 +78,20 @@ def test_the_dashboard_costs_a_fixed_number_of_queries(
     # the mirror's stale kinds
     with django_assert_num_queries(14):
         client.get("/")
+
+
+def test_the_cluster_card_and_the_mirror_banner_refresh_by_themselves(
+    client_as, bob, mirrored_cluster, django_assert_num_queries
+):
+    from mirror.models import MirrorStatus
+
+    MirrorStatus.objects.create(kind="resourceslices", state=MirrorStatus.State.WATCHING)
+    client = client_as(bob)
+    assert 'id="cluster-live"' in client.get("/").content.decode()
+    # session, user, node count, device states, GPUs by model, device-plugin GPUs, claims,
+    # ready nodes, stale kinds: the card only, not the tenants and tokens around it
+    with django_assert_num_queries(9):
+        body = client.get("/", headers={"HX-Request": "true"}).content.decode()
+    assert "<html" not in body and "GPUs by model" in body
+    assert 'id="mirror-banner" hx-swap-oob="true"' in body
+    assert "Cluster data may be out of date" in body  # never heard from: very stale

@@ -161,7 +161,7 @@ def test_the_a100s_gpus_whose_partitions_are_allocated_are_blocked_with_the_reas
     }
     for gpu in ("gpu-0", "gpu-1"):
         assert states[gpu].state == State.BLOCKED
-        assert states[gpu].reason.startswith(f"blocked: counters used by {gpu}-mig-")
+        assert states[gpu].reason.startswith(f"counters used by {gpu}-mig-")
     assert states["gpu-2"].state == State.FREE
 
 

@@ -47,3 +47,14 @@ def test_it_shows_each_watcher_and_live_row_counts(client_as, root, mirrored_clu
     assert kinds["nodes"].malformed == 1
     assert kinds["resourceslices"].rows == 15
     assert kinds["resourceclaims"].rows == 13
+
+
+def test_the_page_refreshes_its_status_fragment_by_itself(client_as, root, db):
+    MirrorStatus.objects.create(kind="nodes", state=MirrorStatus.State.WATCHING)
+    client = client_as(root)
+    page = client.get("/mirror/").content.decode()
+    assert 'id="mirror-status"' in page and 'hx-trigger="every 10s' in page
+    fragment = client.get("/mirror/", headers={"HX-Request": "true"})
+    body = fragment.content.decode()
+    assert "<html" not in body and "Watchers" in body and "nodes" in body
+    assert fragment["Vary"].endswith("HX-Request") or "HX-Request" in fragment["Vary"]
