@@ -1,0 +1,583 @@
+"""The emulator's HTTP front: routing, list and watch streaming, answers and refusals as
+kube-apiserver gives them."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import socket
+import threading
+import time
+from dataclasses import asdict
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlsplit
+
+import yaml
+
+from .errors import ApiError, status_body
+from .faults import Fault
+from .openapi import openapi_document
+from .resources import (
+    RESOURCES,
+    Resource,
+    api_group,
+    api_group_list,
+    api_resource_list,
+)
+from .selectors import SelectorError, parse_field_selector, parse_label_selector
+from .store import Entry, WatchClosed, dumps
+
+if TYPE_CHECKING:
+    from .server import Emulator
+
+__all__ = ["Handler", "Server"]
+
+_PATCH_TYPES = {
+    "application/merge-patch+json": "merge",
+    "application/strategic-merge-patch+json": "strategic",
+    "application/json-patch+json": "json",
+    "application/apply-patch+yaml": "apply",
+}
+_DEFAULT_WATCH_TIMEOUT = 1800.0
+_REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    409: "Conflict",
+    410: "Expired",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+
+
+class _Abort(Exception):  # noqa: N818 - control flow: drop the connection without answering
+    pass
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    emulator: Emulator
+
+    def __init__(self, address: tuple[str, int], emulator: Emulator) -> None:
+        self.emulator = emulator
+        self.connections: set[socket.socket] = set()
+        self.threads: set[threading.Thread] = set()
+        self.conn_lock = threading.Lock()
+        super().__init__(address, Handler)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        with self.conn_lock:
+            self.connections.add(request)
+            self.threads.add(threading.current_thread())
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self.conn_lock:
+                self.connections.discard(request)
+                self.threads.discard(threading.current_thread())
+
+    def close_connections(self) -> None:
+        with self.conn_lock:
+            connections = list(self.connections)
+        for conn in connections:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
+    def join_threads(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        with self.conn_lock:
+            threads = list(self.threads)
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    server: Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        if self.server.emulator.verbose:
+            super().log_message(format, *args)
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._dispatch("POST")
+
+    def do_PUT(self) -> None:  # noqa: N802
+        self._dispatch("PUT")
+
+    def do_PATCH(self) -> None:  # noqa: N802
+        self._dispatch("PATCH")
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        self._dispatch("DELETE")
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _send(self, code: int, body: bytes, content_type: str = "application/json") -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _send_json(self, code: int, obj: Any) -> None:
+        self._send(code, dumps(obj))
+
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _dispatch(self, method: str) -> None:
+        emulator = self.server.emulator
+        url = urlsplit(self.path)
+        path = url.path.rstrip("/") or "/"
+        query = dict(parse_qsl(url.query, keep_blank_values=True))
+        body = self._read_body()
+        try:
+            if path.startswith("/_emulator/"):
+                self._control(method, path, body)
+                return
+            fault = emulator._take_fault(method, path)
+            if fault is not None and fault.action == "error":
+                reason = _REASONS.get(fault.status, "InternalError")
+                raise ApiError(fault.status, reason, f"injected fault: {fault.status}")
+            is_watch = query.get("watch") in ("true", "1")
+            if fault is not None and fault.action == "drop" and not is_watch:
+                raise _Abort
+            self._route(method, path, query, body, fault)
+        except ApiError as exc:
+            self._send_json(exc.code, exc.status())
+        except _Abort:
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except Exception as exc:  # a bug in the emulator: answer like the API server would
+            self.log_error("internal error on %s %s: %r", method, path, exc)
+            self._send_json(500, status_body(500, "InternalError", f"internal error: {exc!r}"))
+
+    def _route(
+        self, method: str, path: str, query: dict[str, str], body: bytes, fault: Fault | None
+    ) -> None:
+        emulator = self.server.emulator
+        if path in ("/healthz", "/livez", "/readyz"):
+            self._send(200, b"ok", "text/plain")
+            return
+        is_discovery = path in ("/version", "/api", "/apis") or re.fullmatch(
+            r"/api/[^/]+|/apis/[^/]+(/[^/]+)?", path
+        )
+        if is_discovery and method != "GET":
+            raise ApiError(405, "MethodNotAllowed", f"{method} is not allowed on {path}")
+        if path == "/version":
+            self._send_json(200, emulator.version_info())
+            return
+        if path.startswith("/openapi/"):
+            if method != "GET":
+                raise ApiError(405, "MethodNotAllowed", f"{method} is not allowed on {path}")
+            document = openapi_document(path)
+            if document is None:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            self._send_json(200, document)
+            return
+        if path == "/api":
+            host = f"{emulator.host}:{emulator.port}"
+            server_addresses = [{"clientCIDR": "0.0.0.0/0", "serverAddress": host}]
+            self._send_json(
+                200,
+                {
+                    "kind": "APIVersions",
+                    "versions": ["v1"],
+                    "serverAddressByClientCIDRs": server_addresses,
+                },
+            )
+            return
+        if path == "/apis":
+            self._send_json(200, api_group_list())
+            return
+        parts = path.strip("/").split("/")
+        if parts[0] == "api" and len(parts) >= 2:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts[0] == "apis" and len(parts) >= 2:
+            group = parts[1]
+            if len(parts) == 2:
+                doc = api_group(group)
+                if doc is None:
+                    raise ApiError(
+                        404, "NotFound", "the server could not find the requested resource"
+                    )
+                self._send_json(200, doc)
+                return
+            version, rest = parts[2], parts[3:]
+        else:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if not rest:
+            doc = api_resource_list(group, version)
+            if doc is None:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            self._send_json(200, doc)
+            return
+        namespace: str | None = None
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            candidate = RESOURCES.get((group, rest[2]))
+            if candidate is not None and candidate.namespaced:
+                namespace, rest = rest[1], rest[2:]
+        resource = RESOURCES.get((group, rest[0]))
+        if resource is None or resource.version != version or len(rest) > 3:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if resource.namespaced and namespace is None and len(rest) > 1:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        name = rest[1] if len(rest) > 1 else None
+        subresource = rest[2] if len(rest) > 2 else None
+        if subresource is not None and (subresource != "status" or not resource.status_subresource):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if name is None:
+            self._collection(method, resource, namespace, query, body, fault)
+        else:
+            self._item(method, resource, namespace, name, subresource, query, body)
+
+    # -- collections ------------------------------------------------------------------------
+
+    def _selectors(self, resource: Resource, query: dict[str, str]) -> tuple[Any, Any]:
+        try:
+            return (
+                parse_label_selector(query.get("labelSelector")),
+                parse_field_selector(query.get("fieldSelector"), resource.supports_field),
+            )
+        except SelectorError as exc:
+            raise ApiError.bad_request(str(exc)) from exc
+
+    def _collection(
+        self,
+        method: str,
+        resource: Resource,
+        namespace: str | None,
+        query: dict[str, str],
+        body: bytes,
+        fault: Fault | None,
+    ) -> None:
+        store = self.server.emulator.store
+        if method == "POST":
+            entry = store.create(
+                resource, namespace, _parse_json(body), field_manager=query.get("fieldManager")
+            )
+            self._send(201, entry.full())
+            return
+        if method not in ("GET", "DELETE"):
+            raise ApiError(405, "MethodNotAllowed", f"{method} is not allowed on a collection")
+        matchers = self._selectors(resource, query)
+        if method == "DELETE":
+            if namespace is None and resource.namespaced:
+                raise ApiError(405, "MethodNotAllowed", "deletecollection needs a namespace")
+            result = store.list_objects(
+                resource,
+                namespace,
+                matchers,
+                (query.get("labelSelector", ""), query.get("fieldSelector", "")),
+            )
+            for entry in result.entries:
+                with contextlib.suppress(ApiError):
+                    store.delete(resource, namespace, entry.key[1])
+            self._send_list(resource, result.entries, result.rv, None, None)
+            return
+        if query.get("watch") in ("true", "1"):
+            self._watch(resource, namespace, query, matchers, fault)
+            return
+        try:
+            limit = int(query.get("limit") or 0)
+        except ValueError as exc:
+            raise ApiError.bad_request("limit must be an integer") from exc
+        result = store.list_objects(
+            resource,
+            namespace,
+            matchers,
+            (query.get("labelSelector", ""), query.get("fieldSelector", "")),
+            limit=limit,
+            continue_=query.get("continue") or None,
+            resource_version=query.get("resourceVersion", ""),
+            resource_version_match=query.get("resourceVersionMatch", ""),
+        )
+        remaining = result.remaining
+        if query.get("labelSelector") or query.get("fieldSelector"):
+            remaining = None  # the real server only counts when nothing is filtered
+        self._send_list(resource, result.entries, result.rv, result.continue_, remaining)
+
+    def _send_list(
+        self,
+        resource: Resource,
+        entries: list[Entry],
+        rv: int,
+        continue_: str | None,
+        remaining: int | None,
+    ) -> None:
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if continue_:
+            meta["continue"] = continue_
+        if remaining is not None:
+            meta["remainingItemCount"] = remaining
+        head = (
+            f'{{"apiVersion":"{resource.api_version}","kind":"{resource.list_kind}",'
+            f'"metadata":{json.dumps(meta, separators=(",", ":"))},"items":['
+        ).encode()
+        self._send(200, head + b",".join(e.raw for e in entries) + b"]}")
+
+    # -- watch ------------------------------------------------------------------------------
+
+    def _chunk(self, data: bytes) -> None:
+        if data:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _bookmark(self, resource: Resource, rv: int, initial_end: bool = False) -> bytes:
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if initial_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        obj = {"kind": resource.kind, "apiVersion": resource.api_version, "metadata": meta}
+        return dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+    def _watch(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        query: dict[str, str],
+        matchers: tuple[Any, Any],
+        fault: Fault | None,
+    ) -> None:
+        emulator = self.server.emulator
+        store = emulator.store
+        rv_param = query.get("resourceVersion", "")
+        if rv_param not in ("", "0") and not rv_param.isdigit():
+            raise ApiError.bad_request(f"invalid resource version {rv_param!r}")
+        try:
+            timeout = float(query.get("timeoutSeconds") or _DEFAULT_WATCH_TIMEOUT)
+        except ValueError as exc:
+            raise ApiError.bad_request("timeoutSeconds must be a number") from exc
+        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
+        send_initial = query.get("sendInitialEvents") == "true" or rv_param in ("", "0")
+        deadline = time.monotonic() + timeout
+        label_match, field_match = matchers
+
+        def selected(entry: Entry) -> bool:
+            if namespace is not None and entry.key[0] != namespace:
+                return False
+            return (label_match is None or label_match(entry.obj)) and (
+                field_match is None or field_match(entry.obj)
+            )
+
+        if send_initial:
+            initial, pos, epoch = store.initial_state(resource, namespace, matchers)
+        else:
+            initial, pos, epoch = [], int(rv_param), store.watch_epoch
+        budget = fault.after_events if fault is not None and fault.action == "drop" else None
+
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.close_connection = True
+        emulator._watch_started()
+        try:
+            if budget == 0:
+                raise _Abort
+            for start in range(0, len(initial), 500):
+                batch = initial[start : start + 500]
+                if budget is not None:
+                    batch = batch[:budget]
+                    budget -= len(batch)
+                self._chunk(b"".join(b'{"type":"ADDED","object":%s}\n' % e.full() for e in batch))
+                if budget == 0:
+                    raise _Abort
+            if query.get("sendInitialEvents") == "true" and bookmarks:
+                self._chunk(self._bookmark(resource, pos, initial_end=True))
+            next_bookmark = time.monotonic() + emulator.bookmark_interval
+            while True:
+                now = time.monotonic()
+                if now >= deadline:
+                    break
+                wait = min(deadline, next_bookmark if bookmarks else deadline) - now
+                try:
+                    events = store.next_events(pos, wait, epoch)
+                except ApiError as exc:  # 410: the watch's start is older than compaction
+                    self._chunk(dumps({"type": "ERROR", "object": exc.status()}) + b"\n")
+                    break
+                out: list[bytes] = []
+                for event in events:
+                    pos = event.entry.rv
+                    if event.entry.resource is not resource:
+                        continue
+                    now_in = selected(event.entry)
+                    was_in = event.prev is not None and selected(event.prev)
+                    if event.type == "MODIFIED" and now_in != was_in:
+                        out.append(event.encode("ADDED" if now_in else "DELETED"))
+                    elif now_in:
+                        out.append(event.encode())
+                    if budget is not None and len(out) >= budget:
+                        self._chunk(b"".join(out))
+                        raise _Abort
+                self._chunk(b"".join(out))
+                if budget is not None:
+                    budget -= len(out)
+                # A watch from a resourceVersion this server has not reached gets no
+                # bookmarks (kube-apiserver 1.36 keeps such a watch open and silent).
+                if bookmarks and time.monotonic() >= next_bookmark and pos <= store.rv:
+                    self._chunk(self._bookmark(resource, pos))
+                    next_bookmark = time.monotonic() + emulator.bookmark_interval
+            if bookmarks and pos <= store.rv:
+                self._chunk(self._bookmark(resource, pos))
+            self.wfile.write(b"0\r\n\r\n")
+        except WatchClosed as exc:
+            if exc.clean:
+                with contextlib.suppress(OSError):
+                    self.wfile.write(b"0\r\n\r\n")
+            else:
+                raise _Abort from exc
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            emulator._watch_ended()
+
+    # -- single objects ---------------------------------------------------------------------
+
+    def _item(
+        self,
+        method: str,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        subresource: str | None,
+        query: dict[str, str],
+        body: bytes,
+    ) -> None:
+        store = self.server.emulator.store
+        manager = query.get("fieldManager")
+        if method == "GET":
+            self._send(200, store.get(resource, namespace, name).full())
+        elif method == "PUT":
+            entry = store.replace(
+                resource,
+                namespace,
+                name,
+                _parse_json(body),
+                subresource=subresource,
+                field_manager=manager,
+            )
+            self._send(200, entry.full())
+        elif method == "PATCH":
+            content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+            patch_type = _PATCH_TYPES.get(content_type)
+            if patch_type is None:
+                raise ApiError(
+                    415,
+                    "UnsupportedMediaType",
+                    f"the body of the request was in an unknown "
+                    f"format - accepted media types include: {', '.join(_PATCH_TYPES)}",
+                )
+            patch = _parse_yaml(body) if patch_type == "apply" else _parse_json(body)
+            entry, created = store.patch(
+                resource,
+                namespace,
+                name,
+                patch_type,
+                patch,
+                subresource=subresource,
+                field_manager=manager,
+            )
+            self._send(201 if created else 200, entry.full())
+        elif method == "DELETE" and subresource is None:
+            options = _parse_json(body) if body.strip() else {}
+            entry, gone = store.delete(
+                resource, namespace, name, (options or {}).get("preconditions")
+            )
+            if gone:
+                details = {
+                    "name": name,
+                    "group": resource.group,
+                    "kind": resource.plural,
+                    "uid": entry.obj["metadata"].get("uid"),
+                }
+                self._send_json(200, status_body(200, "", "", details))
+            else:
+                self._send(200, entry.full())
+        else:
+            raise ApiError(405, "MethodNotAllowed", f"{method} is not allowed here")
+
+    # -- control endpoint -------------------------------------------------------------------
+
+    def _control(self, method: str, path: str, body: bytes) -> None:
+        emulator = self.server.emulator
+        action = path.removeprefix("/_emulator/")
+        if action == "state" and method == "GET":
+            self._send_json(200, emulator.state())
+        elif action == "compact" and method == "POST":
+            self._send_json(200, {"compactedResourceVersion": str(emulator.compact())})
+        elif action == "replace-cluster" and method == "POST":
+            options = _parse_json(body) if body.strip() else {}
+            start = (options or {}).get("resourceVersion")
+            uid = emulator.replace_cluster(resource_version=int(start) if start else None)
+            self._send_json(200, {"clusterUID": uid, "resourceVersion": str(emulator.store.rv)})
+        elif action == "close-watches" and method == "POST":
+            self._send_json(200, {"closed": emulator.close_watches()})
+        elif action == "faults" and method == "GET":
+            self._send_json(200, {"faults": [asdict(f) for f in emulator.faults()]})
+        elif action == "faults" and method == "DELETE":
+            emulator.clear_faults()
+            self._send_json(200, {"faults": []})
+        elif action == "faults" and method == "POST":
+            spec = _parse_json(body)
+            specs = spec if isinstance(spec, list) else [spec]
+            try:
+                for item in specs:
+                    emulator.add_fault(Fault(**_snake_keys(item)))
+            except TypeError as exc:
+                raise ApiError.bad_request(f"invalid fault: {exc}") from exc
+            self._send_json(200, {"faults": [asdict(f) for f in emulator.faults()]})
+        elif action == "load" and method == "POST":
+            data = _parse_json(body)
+            items = data.get("items", []) if isinstance(data, dict) else data
+            try:
+                count = emulator.load(items)
+            except (ValueError, ApiError) as exc:
+                raise ApiError.bad_request(str(exc)) from exc
+            self._send_json(200, {"loaded": count})
+        else:
+            raise ApiError(404, "NotFound", f"no emulator control {method} {path}")
+
+
+def _snake_keys(item: Any) -> dict[str, Any]:
+    if not isinstance(item, dict):
+        raise ApiError.bad_request("a fault must be a JSON object")
+    return {re.sub(r"(?<!^)([A-Z])", r"_\1", k).lower(): v for k, v in item.items()}
+
+
+def _parse_json(body: bytes) -> Any:
+    if body[:1] not in (b"{", b"[", b" ", b"\n", b"\t", b"\r", b"n", b""):
+        raise ApiError(
+            415,
+            "UnsupportedMediaType",
+            "the emulator only accepts JSON bodies (protobuf and CBOR are not supported)",
+        )
+    try:
+        return json.loads(body or b"null")
+    except ValueError as exc:
+        raise ApiError.bad_request(f"the body of the request is not valid JSON: {exc}") from exc
+
+
+def _parse_yaml(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:
+        pass
+    try:
+        return yaml.safe_load(body)
+    except yaml.YAMLError as exc:
+        raise ApiError.bad_request(f"the body of the request is not valid YAML: {exc}") from exc
