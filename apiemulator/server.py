@@ -15,7 +15,7 @@ import yaml
 
 from .errors import ApiError
 from .faults import Fault
-from .http import Server
+from .handler import Server
 from .resources import (
     RESOURCES,
     by_kind,
