@@ -22,15 +22,15 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
+
+from mirror.kinds import KINDS, Kind, KindInfo
 
 __all__ = [
     "AlreadyExists",
@@ -42,6 +42,7 @@ __all__ = [
     "Forbidden",
     "Gone",
     "Invalid",
+    "KINDS",
     "Kind",
     "KindInfo",
     "NotFound",
@@ -152,60 +153,6 @@ def _error_class(code: int, status: dict[str, Any] | None) -> type[ClusterError]
     if code in (401, 403):
         return Forbidden
     return ClusterError
-
-
-# -- kinds ---------------------------------------------------------------------------------
-
-
-class Kind(StrEnum):
-    """The kinds the portal reads or writes, by their plural resource name."""
-
-    DEVICE_CLASSES = "deviceclasses"
-    RESOURCE_SLICES = "resourceslices"
-    RESOURCE_CLAIMS = "resourceclaims"
-    RESOURCE_CLAIM_TEMPLATES = "resourceclaimtemplates"
-    NODES = "nodes"
-    NAMESPACES = "namespaces"
-    PODS = "pods"
-    RESOURCE_QUOTAS = "resourcequotas"
-
-
-@dataclass(frozen=True)
-class KindInfo:
-    kind: str
-    api_version: str
-    plural: str
-    namespaced: bool
-    has_status: bool
-
-    def path(
-        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
-    ) -> str:
-        prefix = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
-        parts = [prefix]
-        if self.namespaced and namespace:
-            parts.append(f"namespaces/{quote(namespace, safe='')}")
-        parts.append(self.plural)
-        if name is not None:
-            parts.append(quote(name, safe=""))
-            if subresource:
-                parts.append(subresource)
-        return "/".join(parts)
-
-
-_DRA = "resource.k8s.io/v1"
-KINDS: dict[Kind, KindInfo] = {
-    Kind.DEVICE_CLASSES: KindInfo("DeviceClass", _DRA, "deviceclasses", False, False),
-    Kind.RESOURCE_SLICES: KindInfo("ResourceSlice", _DRA, "resourceslices", False, False),
-    Kind.RESOURCE_CLAIMS: KindInfo("ResourceClaim", _DRA, "resourceclaims", True, True),
-    Kind.RESOURCE_CLAIM_TEMPLATES: KindInfo(
-        "ResourceClaimTemplate", _DRA, "resourceclaimtemplates", True, False
-    ),
-    Kind.NODES: KindInfo("Node", "v1", "nodes", False, True),
-    Kind.NAMESPACES: KindInfo("Namespace", "v1", "namespaces", False, True),
-    Kind.PODS: KindInfo("Pod", "v1", "pods", True, True),
-    Kind.RESOURCE_QUOTAS: KindInfo("ResourceQuota", "v1", "resourcequotas", True, True),
-}
 
 
 # -- configuration -------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra.model import AttributeValue, InvalidObject, parse_counter_set, parse_device
-from mirror.cluster import KINDS, Kind
+from mirror.kinds import KINDS, Kind
 
 __all__ = ["MIRRORED_KINDS", "Mapped", "map_object", "normalized", "resource_version_of"]
 
@@ -53,6 +53,10 @@ def normalized(kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
 def resource_version_of(obj: dict[str, Any]) -> str:
     metadata = obj.get("metadata")
     return str(metadata.get("resourceVersion", "")) if isinstance(metadata, dict) else ""
+
+
+def _string(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -148,10 +152,10 @@ def map_resource_slice(obj: dict[str, Any]) -> Mapped:
         problems.append("spec is missing")
         spec = {}
     pool = _dict(spec.get("pool"))
-    driver = spec.get("driver") if isinstance(spec.get("driver"), str) else ""
+    driver = _string(spec.get("driver"))
     if not driver:
         problems.append("spec.driver is missing")
-    pool_name = pool.get("name") if isinstance(pool.get("name"), str) else ""
+    pool_name = _string(pool.get("name"))
     if not pool_name:
         problems.append("spec.pool.name is missing")
     selection = ""
@@ -159,7 +163,7 @@ def map_resource_slice(obj: dict[str, Any]) -> Mapped:
         if spec.get(key):
             selection = key
             break
-    node_name = spec.get("nodeName") if isinstance(spec.get("nodeName"), str) else ""
+    node_name = _string(spec.get("nodeName"))
     generation = pool.get("generation", 0)
     count = pool.get("resourceSliceCount", 1)
     if not isinstance(generation, int) or not isinstance(count, int):

@@ -26,7 +26,7 @@ from devices.models import (
     SharedCounterSet,
 )
 from mirror.bulk import BATCH, BulkWriter
-from mirror.cluster import Kind
+from mirror.kinds import Kind
 from mirror.mapping import Mapped, map_object
 from mirror.states import DeviceKey, PoolKey, refresh_pools
 from portal.models import TenantNamespace
