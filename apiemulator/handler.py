@@ -9,9 +9,10 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlsplit
 
 import yaml
@@ -27,10 +28,34 @@ from .resources import (
     api_resource_list,
 )
 from .selectors import SelectorError, parse_field_selector, parse_label_selector
-from .store import Entry, WatchClosed, dumps
+from .store import Entry, Store, WatchClosed, dumps
 
-if TYPE_CHECKING:
-    from .server import Emulator
+
+class Emulator(Protocol):
+    """What the HTTP front needs of the emulator that owns it (``server.Emulator``)."""
+
+    host: str
+    bookmark_interval: float
+    verbose: bool
+    store: Store
+
+    @property
+    def port(self) -> int: ...
+    def version_info(self) -> dict[str, str]: ...
+    def load(self, objects: Iterable[dict[str, Any]]) -> int: ...
+    def state(self) -> dict[str, Any]: ...
+    def compact(self) -> int: ...
+    def close_watches(self) -> int: ...
+    def add_fault(self, fault: Fault) -> None: ...
+    def clear_faults(self) -> None: ...
+    def faults(self) -> list[Fault]: ...
+    def replace_cluster(
+        self, *, resource_version: int | None = None, cluster_uid: str | None = None
+    ) -> str: ...
+    def _take_fault(self, method: str, path: str) -> Fault | None: ...
+    def _watch_started(self) -> None: ...
+    def _watch_ended(self) -> None: ...
+
 
 __all__ = ["Handler", "Server"]
 
