@@ -78,6 +78,7 @@ INSTALLED_APPS = [
     "devices",
     "claims",
     "mirror",
+    "home",
 ]
 
 MIDDLEWARE = [
@@ -92,7 +93,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
-ROOT_URLCONF = "portal.urls"
+ROOT_URLCONF = "home.urls"
 WSGI_APPLICATION = "portal.wsgi.application"
 ASGI_APPLICATION = "portal.asgi.application"
 

@@ -13,7 +13,7 @@ import grimp
 from importlinter.cli import EXIT_STATUS_SUCCESS, lint_imports
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("dra", "portal", "devices", "claims", "mirror", "apiemulator")
+PACKAGES = ("dra", "portal", "devices", "claims", "mirror", "home", "apiemulator")
 
 
 def test_the_import_contracts_hold(monkeypatch):

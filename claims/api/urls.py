@@ -1,4 +1,4 @@
-"""The claims routes, registered on the one ``/api/v1/`` router (``portal.api.urls``)."""
+"""The claims routes, registered on the one ``/api/v1/`` router (``home.api_urls``)."""
 
 from claims.api import views
 

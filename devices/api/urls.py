@@ -1,4 +1,4 @@
-"""The cluster mirror's routes, registered on the one ``/api/v1/`` router (``portal.api.urls``)."""
+"""The cluster mirror's routes, registered on the one ``/api/v1/`` router (``home.api_urls``)."""
 
 from devices.api import views
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from portal.overview import cluster_overview
+from home.overview import cluster_overview
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from portal.views import api_tokens, dashboard, tenants
+from home import views as home
+from portal.views import api_tokens, tenants
 
 admin.site.site_header = "DRA Portal administration"
 admin.site.site_title = "DRA Portal admin"
@@ -14,7 +15,7 @@ admin.site.index_title = "Tenants, quotas and the cluster mirror"
 handler500 = "portal.views.errors.server_error"
 
 urlpatterns = [
-    path("", dashboard.dashboard, name="dashboard"),
+    path("", home.dashboard, name="dashboard"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("tenants/", tenants.tenant_list, name="tenant-list"),
@@ -25,7 +26,7 @@ urlpatterns = [
     path("", include("claims.urls")),
     path("", include("mirror.urls")),
     path("admin/", admin.site.urls),
-    path("api/v1/", include("portal.api.urls")),
+    path("api/v1/", include("home.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]

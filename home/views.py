@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 
+from home.overview import cluster_overview
 from portal.htmx import render_page, wants_fragment
 from portal.models import ApiToken, Quota, Tenant
-from portal.overview import cluster_overview
 
 __all__ = ["dashboard"]
 
@@ -17,7 +17,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     """The whole page, or (htmx, every few seconds) the live cluster card and mirror banner."""
     cluster = cluster_overview(request.user)
     if wants_fragment(request):
-        return render_page(request, "portal/dashboard.html", "cluster-live", {"cluster": cluster})
+        return render_page(request, "home/dashboard.html", "cluster-live", {"cluster": cluster})
     tenants = Tenant.objects.visible_to(request.user).prefetch_related("namespaces")
     context = {
         "tenants": tenants[:8],
@@ -26,4 +26,4 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "token_count": ApiToken.objects.filter(user=request.user).usable().count(),
         "cluster": cluster,
     }
-    return render_page(request, "portal/dashboard.html", "cluster-live", context)
+    return render_page(request, "home/dashboard.html", "cluster-live", context)
