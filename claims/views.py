@@ -14,6 +14,7 @@ from claims.models import AllocatedDevice, ResourceClaim
 from claims.tables import ResourceClaimTable, claim_state_badge
 from devices.models import Pod
 from devices.views.devices import pretty_json
+from dra.model import selector_expressions
 from portal.htmx import render_list, render_page, wants_fragment
 
 __all__ = ["resourceclaim_detail", "resourceclaim_list"]
@@ -84,9 +85,7 @@ def _requests(claim: ResourceClaim) -> list[dict[str, Any]]:
                     else "",
                     "admin_access": option.get("adminAccess") is True,
                     "selectors": [
-                        s["cel"]["expression"]
-                        for s in option.get("selectors") or []
-                        if isinstance(s, dict) and isinstance(s.get("cel"), dict)
+                        e for e in selector_expressions(option.get("selectors")) if e is not None
                     ],
                     "is_alternative": isinstance(alternatives, list),
                 }

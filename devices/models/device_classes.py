@@ -10,6 +10,7 @@ from django.urls import reverse
 from devices.models.class_matches import DeviceClassMatch
 from devices.models.devices import DeviceState
 from devices.models.mirror import MirroredObject
+from dra.model import selector_expressions
 
 __all__ = ["DeviceClass", "DeviceClassQuerySet"]
 
@@ -58,8 +59,5 @@ class DeviceClass(MirroredObject):
 
     @property
     def cel_expressions(self) -> list[str]:
-        return [
-            selector["cel"]["expression"]
-            for selector in self.selectors
-            if isinstance(selector, dict) and isinstance(selector.get("cel"), dict)
-        ]
+        """The class's CEL selector expressions (non-CEL selectors left out)."""
+        return [e for e in selector_expressions(self.selectors) if e is not None]
