@@ -9,7 +9,7 @@ allocator's own rules — from the slices' stored objects and the claims' result
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
@@ -35,6 +35,11 @@ PORTAL_FEATURES = Features(
     device_taints=True,
 )
 POOLS_PER_QUERY = 500
+# Parsed slices by (uid, resourceVersion): a slice is parsed once per version, however many
+# claim changes touch its pool. Bounded; the oldest entries go first. A string is the reason a
+# slice could not be parsed.
+_PARSED: OrderedDict[tuple[str, str], Any] = OrderedDict()
+_PARSED_LIMIT = 20_000
 
 
 def refresh_pools(pools: Iterable[PoolKey], *, apps: Apps = global_apps) -> int:
@@ -66,16 +71,26 @@ def _refresh_chunk(pools: set[PoolKey], apps: Apps) -> int:
     slices: list[Any] = []
     unreadable: dict[int, str] = {}
     slice_names: dict[int, str] = {}
-    for pk, name, driver, pool, raw in resource_slice.objects.filter(
+    versions: dict[int, tuple[str, str]] = {}
+    for pk, name, driver, pool, uid, version in resource_slice.objects.filter(
         driver__in=drivers, pool_name__in=names
-    ).values_list("pk", "name", "driver", "pool_name", "raw"):
-        if (driver, pool) not in pools:
-            continue
-        slice_names[pk] = name
+    ).values_list("pk", "name", "driver", "pool_name", "uid", "resource_version"):
+        if (driver, pool) in pools:
+            slice_names[pk] = name
+            versions[pk] = (uid, version)
+    missing = [pk for pk, key in versions.items() if key not in _PARSED]
+    for pk, raw in resource_slice.objects.filter(pk__in=missing).values_list("pk", "raw"):
         try:
-            slices.append(parse_slice(raw, name))
+            parsed: Any = parse_slice(raw, slice_names[pk])
         except InvalidObject as error:
-            unreadable[pk] = f"slice unreadable: {error}"[:500]
+            parsed = f"slice unreadable: {error}"[:500]
+        _remember(versions[pk], parsed)
+    for pk, key in versions.items():
+        parsed = _PARSED.get(key)
+        if isinstance(parsed, str):
+            unreadable[pk] = parsed
+        elif parsed is not None:
+            slices.append(parsed)
     holdings = [
         Holding(_result(row[:6]), consumers=row[6])
         for row in allocated.objects.filter(driver__in=drivers, pool__in=names).values_list(
@@ -102,6 +117,12 @@ def _refresh_chunk(pools: set[PoolKey], apps: Apps) -> int:
     for (state, reason), pks in updates.items():
         device_model.objects.filter(pk__in=pks).update(state=state, state_reason=reason)
     return sum(len(pks) for pks in updates.values())
+
+
+def _remember(key: tuple[str, str], parsed: Any) -> None:
+    _PARSED[key] = parsed
+    while len(_PARSED) > _PARSED_LIMIT:
+        _PARSED.popitem(last=False)
 
 
 def _result(row: tuple[Any, ...]) -> Result:
