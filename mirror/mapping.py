@@ -13,7 +13,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra.model import AttributeValue, InvalidObject, parse_counter_set, parse_device
+from dra.model import (
+    AttributeValue,
+    Device,
+    InvalidObject,
+    ResourceSlice,
+    parse_counter_set,
+    parse_device,
+    parse_slice,
+)
 from mirror.kinds import KINDS, Kind
 
 __all__ = ["MIRRORED_KINDS", "Mapped", "map_object", "normalized", "resource_version_of"]
@@ -40,6 +48,8 @@ class Mapped:
     fields: dict[str, Any]
     children: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    # The DRA core's parse of a slice that parsed whole (for the device states), else None.
+    parsed: ResourceSlice | None = None
 
 
 def normalized(kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
@@ -104,10 +114,18 @@ def _text(value: AttributeValue | None) -> str:
 
 
 def _device_row(
-    raw: Any, index: int, *, label: str, driver: str, pool: str, slice_node: str
+    raw: Any,
+    index: int,
+    *,
+    label: str,
+    driver: str,
+    pool: str,
+    slice_node: str,
+    parsed: Device | None = None,
 ) -> dict[str, Any]:
-    """The row of one ``spec.devices`` entry, parsed by the DRA core (raises InvalidObject)."""
-    device = parse_device(raw, label, f"spec.devices[{index}]")
+    """The row of one ``spec.devices`` entry, parsed by the DRA core (raises InvalidObject)
+    unless the whole slice was (``parsed``)."""
+    device = parsed if parsed is not None else parse_device(raw, label, f"spec.devices[{index}]")
     memory = device.capacity.get("memory")
     model = next(
         (
@@ -169,12 +187,22 @@ def map_resource_slice(obj: dict[str, Any]) -> Mapped:
     if not isinstance(generation, int) or not isinstance(count, int):
         problems.append("spec.pool.generation / resourceSliceCount are not integers")
     label = fields["name"] or "resourceSlice"
+    try:
+        parsed: ResourceSlice | None = parse_slice(obj, label)
+    except InvalidObject:
+        parsed = None  # read entry by entry below, to report each problem
     devices: list[dict[str, Any]] = []
     seen: set[str] = set()
     for index, device in enumerate(_list(spec.get("devices"))):
         try:
             row = _device_row(
-                device, index, label=label, driver=driver, pool=pool_name, slice_node=node_name
+                device,
+                index,
+                label=label,
+                driver=driver,
+                pool=pool_name,
+                slice_node=node_name,
+                parsed=parsed.devices[index] if parsed is not None else None,
             )
         except InvalidObject as error:
             problems.append(str(error).removeprefix(f"{label}: "))
@@ -213,7 +241,7 @@ def map_resource_slice(obj: dict[str, Any]) -> Mapped:
         else None,
         device_count=len(devices),
     )
-    return Mapped(fields, {"devices": devices, "counter_sets": counter_sets}, problems)
+    return Mapped(fields, {"devices": devices, "counter_sets": counter_sets}, problems, parsed)
 
 
 def map_device_class(obj: dict[str, Any]) -> Mapped:

@@ -46,6 +46,7 @@ from mirror.cluster import (
 )
 from mirror.mapping import map_object, resource_version_of
 from mirror.models import MirrorStatus
+from mirror.states import STATE_KINDS, PoolKey, all_pools, refresh_pools
 from mirror.store import (
     Applied,
     apply_events,
@@ -60,6 +61,8 @@ __all__ = ["Backoff", "Reflector", "refresh_connection"]
 logger = logging.getLogger(__name__)
 
 _END = object()
+# Kinds whose device states this process has recomputed in full once (see ``relist``).
+_STATES_CHECKED: set[Kind] = set()
 
 
 def refresh_connection() -> None:
@@ -249,6 +252,10 @@ class Reflector:
         self._identity = identity or self._identity
         applied = Applied()
         seen: set[str] = set()
+        # Device states are recomputed once, at the end, for every pool the pages touched
+        # (the first relist of a kind in this process recomputes them all: it heals states a
+        # process that died mid-relist left behind).
+        pools: set[PoolKey] = set()
         continue_: str | None = None
         while True:
             page = self.cluster.list_page(self.kind, limit=self.page_size, continue_=continue_)
@@ -274,12 +281,18 @@ class Reflector:
                     for item, uid in zip(items, uids, strict=True)
                     if reset or not uid or is_newer(resource_version_of(item), stored.get(uid))
                 ]
-                applied += upsert(self.kind, changed)
+                applied += upsert(self.kind, changed, pending=pools)
             continue_ = metadata.get("continue")
             if not continue_:
                 break
         with transaction.atomic():
-            applied.deleted += delete_missing(self.kind, seen, "" if reset else list_version)
+            applied.deleted += delete_missing(
+                self.kind, seen, "" if reset else list_version, pending=pools
+            )
+            if self.kind in STATE_KINDS and self.kind not in _STATES_CHECKED:
+                pools |= all_pools()
+                _STATES_CHECKED.add(self.kind)
+            refresh_pools(pools)
             if applied.written or applied.deleted:
                 self._after_change(None)
             now = timezone.now()

@@ -19,10 +19,20 @@ from django.apps.registry import Apps
 from dra.allocator.availability import Availability, Holding, State, device_availability
 from dra.features import Features
 from dra.model import AllocatedDevice as Result
-from dra.model import InvalidObject, parse_slice
+from dra.model import InvalidObject, ResourceSlice, parse_slice
 from dra.quantity import QuantityError, parse_quantity
+from mirror.kinds import Kind
 
-__all__ = ["PORTAL_FEATURES", "DeviceKey", "PoolKey", "refresh_all_states", "refresh_pools"]
+__all__ = [
+    "PORTAL_FEATURES",
+    "STATE_KINDS",
+    "DeviceKey",
+    "PoolKey",
+    "all_pools",
+    "refresh_all_states",
+    "refresh_pools",
+    "remember_parsed",
+]
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device name
 PoolKey = tuple[str, str]  # driver, pool
@@ -35,6 +45,8 @@ PORTAL_FEATURES = Features(
     device_taints=True,
 )
 POOLS_PER_QUERY = 500
+# The kinds whose rows device states derive from.
+STATE_KINDS = frozenset({Kind.RESOURCE_SLICES, Kind.RESOURCE_CLAIMS})
 # Parsed slices by (uid, resourceVersion): a slice is parsed once per version, however many
 # claim changes touch its pool. Bounded; the oldest entries go first. A string is the reason a
 # slice could not be parsed.
@@ -55,12 +67,15 @@ def refresh_pools(pools: Iterable[PoolKey], *, apps: Apps = global_apps) -> int:
     return changed
 
 
+def all_pools(*, apps: Apps = global_apps) -> set[PoolKey]:
+    """Every pool the mirror holds a slice of."""
+    resource_slice = apps.get_model("devices", "ResourceSlice")
+    return set(resource_slice.objects.values_list("driver", "pool_name").distinct())
+
+
 def refresh_all_states(*, apps: Apps = global_apps) -> int:
     """Recomputes every device's state (after an upgrade that changed the rules)."""
-    resource_slice = apps.get_model("devices", "ResourceSlice")
-    return refresh_pools(
-        resource_slice.objects.values_list("driver", "pool_name").distinct(), apps=apps
-    )
+    return refresh_pools(all_pools(apps=apps), apps=apps)
 
 
 def _refresh_chunk(pools: set[PoolKey], apps: Apps) -> int:
@@ -117,6 +132,11 @@ def _refresh_chunk(pools: set[PoolKey], apps: Apps) -> int:
     for (state, reason), pks in updates.items():
         device_model.objects.filter(pk__in=pks).update(state=state, state_reason=reason)
     return sum(len(pks) for pks in updates.values())
+
+
+def remember_parsed(uid: str, resource_version: str, parsed: ResourceSlice) -> None:
+    """Keeps a slice the mapping already parsed, so its pool's refresh need not parse it."""
+    _remember((uid, resource_version), parsed)
 
 
 def _remember(key: tuple[str, str], parsed: Any) -> None:

@@ -28,7 +28,7 @@ from devices.models import (
 from mirror.bulk import BATCH, BulkWriter
 from mirror.kinds import Kind
 from mirror.mapping import Mapped, map_object
-from mirror.states import DeviceKey, PoolKey, refresh_pools
+from mirror.states import DeviceKey, PoolKey, refresh_pools, remember_parsed
 from portal.models import TenantNamespace
 
 __all__ = [
@@ -133,11 +133,12 @@ def _model_fields(model: type[models.Model]) -> list[str]:
     ]
 
 
-def upsert(kind: Kind, mapped: list[Mapped]) -> Applied:
+def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = None) -> Applied:
     """Creates or replaces the rows of already-mapped objects (children included).
 
     Call inside a transaction. Objects without a uid cannot be keyed and are skipped (they are
-    counted as malformed).
+    counted as malformed). The device states of the pools the change touches are recomputed,
+    or, given ``pending``, added to it for the caller to recompute once (a relist, page by page).
     """
     model = MODELS[kind]
     applied = Applied(malformed=sum(1 for m in mapped if m.problems))
@@ -182,6 +183,9 @@ def upsert(kind: Kind, mapped: list[Mapped]) -> Applied:
         stored = {uid: keyed[uid] for uid in existing}
         if kind == Kind.RESOURCE_SLICES:
             _replace_slice_children(writer, keyed, stored, pks)
+            for uid, m in keyed.items():
+                if m.parsed is not None:
+                    remember_parsed(uid, m.fields["resource_version"], m.parsed)
             link_devices(
                 AllocatedDevice.objects.filter(
                     driver__in={m.fields["driver"] for m in keyed.values()},
@@ -191,9 +195,16 @@ def upsert(kind: Kind, mapped: list[Mapped]) -> Applied:
             touched |= {(m.fields["driver"], m.fields["pool_name"], "") for m in keyed.values()}
         else:
             touched |= _replace_claim_children(writer, keyed, stored, pks)
-    refresh_pools(_pools(touched))
+    _refresh(_pools(touched), pending)
     applied.written = len(keyed)
     return applied
+
+
+def _refresh(pools: set[PoolKey], pending: set[PoolKey] | None) -> None:
+    if pending is None:
+        refresh_pools(pools)
+    else:
+        pending |= pools
 
 
 def _pools(keys: Iterable[DeviceKey]) -> set[PoolKey]:
@@ -406,11 +417,13 @@ def apply_events(kind: Kind, events: list[dict[str, Any]]) -> Applied:
     return applied
 
 
-def delete_missing(kind: Kind, seen_uids: set[str], list_version: str = "") -> int:
+def delete_missing(
+    kind: Kind, seen_uids: set[str], list_version: str = "", *, pending: set[PoolKey] | None = None
+) -> int:
     """Deletes the rows of objects a complete relist (at ``list_version``) did not return.
 
     A row written from a watch event newer than the list is kept: the object was created
-    after the list's snapshot.
+    after the list's snapshot. ``pending``: as for :func:`upsert`.
     """
     model = MODELS[kind]
     listed_at = _version(list_version)
@@ -422,12 +435,12 @@ def delete_missing(kind: Kind, seen_uids: set[str], list_version: str = "") -> i
     deleted = 0
     for start in range(0, len(gone), BATCH):
         chunk = gone[start : start + BATCH]
-        _delete(kind, chunk)
+        _delete(kind, chunk, pending)
         deleted += len(chunk)
     return deleted
 
 
-def _delete(kind: Kind, uids: list[str]) -> None:
+def _delete(kind: Kind, uids: list[str], pending: set[PoolKey] | None = None) -> None:
     """Deletes rows by uid; devices held by deleted claims get their state recomputed."""
     held = claim_device_keys(Q(claim__uid__in=uids)) if kind == Kind.RESOURCE_CLAIMS else set()
     pools: set[tuple[str, str]] = set()
@@ -442,7 +455,7 @@ def _delete(kind: Kind, uids: list[str]) -> None:
                 driver__in={d for d, _ in pools}, pool__in={p for _, p in pools}
             )
         )
-    refresh_pools(pools | _pools(held))
+    _refresh(pools | _pools(held), pending)
 
 
 def load(objects: Iterable[dict[str, Any]]) -> Applied:

@@ -169,7 +169,11 @@ def _device_availability(
         if blocked_by is not None:
             return Availability(State.BLOCKED, blocked_by)
     consumed = allocated.consumed.get(key)
-    if features.consumable_capacity:
+    # Without consumption or a request policy a default request takes the whole capacity,
+    # which always fits: only the others need the allocator's capacity rules.
+    if features.consumable_capacity and (
+        consumed or any(capacity.policy is not None for capacity in device.capacity.values())
+    ):
         candidate = Candidate(pool, resource_slice, device)
         fits = request_capacity_fits(_DEFAULT_REQUEST, candidate, consumed or {}, {})
         if fits is None:

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from devices.models import Device, ResourceSlice
+from mirror import reflector as reflector_module
 from mirror import store
 from mirror.cluster import Kind
 from mirror.models import MirrorStatus
@@ -164,3 +165,29 @@ def test_device_class_memberships_follow_the_slices(cluster, django_capture_on_c
     matches = DeviceClassMatch.objects.filter(device_class_name="mig.nvidia.com")
     assert matches.count() == 200
     assert not matches.exclude(device__device_type="mig").exists()
+
+
+@pytest.mark.django_db
+def test_a_relist_leaves_every_device_state_as_the_allocator_sees_it(cluster, monkeypatch):
+    from mirror.states import STATE_KINDS, refresh_all_states
+
+    # As in a process that has already checked every pool once: only the pools the pages
+    # touched are recomputed, at the end of each relist.
+    monkeypatch.setattr(reflector_module, "_STATES_CHECKED", set(STATE_KINDS))
+    for kind in (Kind.RESOURCE_SLICES, Kind.RESOURCE_CLAIMS):
+        Reflector(kind, cluster).relist()
+    assert refresh_all_states() == 0  # the relists' deferred refresh left nothing stale
+    assert Device.objects.filter(node_name="dgx-a100-01", name="gpu-0").get().state == "blocked"
+
+
+@pytest.mark.django_db
+def test_a_processes_first_relist_heals_states_a_dead_process_left_behind(cluster, monkeypatch):
+    for kind in (Kind.RESOURCE_SLICES, Kind.RESOURCE_CLAIMS):
+        Reflector(kind, cluster).relist()
+    # A process that died between a page's commit and the relist's end left a wrong state.
+    Device.objects.filter(name="gpu-0", node_name="dgx-a100-01").update(state="free")
+    monkeypatch.setattr(reflector_module, "_STATES_CHECKED", set())
+    applied = Reflector(Kind.RESOURCE_CLAIMS, cluster).relist()
+    assert applied.written == 0  # nothing changed in the cluster...
+    # ...but a new process recomputes every pool once.
+    assert Device.objects.get(name="gpu-0", node_name="dgx-a100-01").state == "blocked"
