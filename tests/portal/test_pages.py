@@ -107,3 +107,43 @@ def test_changes_made_in_the_admin_are_audited(client_as, root, team_a):
     event = AuditEvent.objects.get(object_type="portal.Quota")
     assert (event.before["max_devices"], event.after["max_devices"]) == (8, 3)
     assert event.actor == root
+
+
+@pytest.fixture
+def busier_portal(alice, bob, carol, root):
+    """More tenants, namespaces, quotas and tokens than the personas have: a page whose query
+    count grew with them would show here."""
+    from portal.services.api_tokens import issue_api_token
+    from tests.factories import QuotaFactory, TenantFactory, TenantNamespaceFactory
+
+    for number in range(6):
+        tenant = TenantFactory(name=f"Extra {number}", slug=f"extra-{number}")
+        for namespace in range(3):
+            TenantNamespaceFactory(tenant=tenant, name=f"extra-{number}-{namespace}")
+        QuotaFactory(tenant=tenant, device_class_name="gpu.nvidia.com", max_devices=1)
+    for user in (alice, bob, root):
+        for number in range(4):
+            issue_api_token(user=user, name=f"token-{number}", lifetime=None)
+
+
+@pytest.mark.parametrize(
+    ("who", "url", "queries"),
+    [
+        # session, user, then the page's own: tenants page + count + namespaces prefetch
+        ("root", "/tenants/", 5),
+        ("alice", "/tenants/", 5),
+        ("root", "/tenants/?q=extra", 5),
+        # tenant detail: the same for any number of members, namespaces, quotas and events
+        ("root", "/tenants/team-a/", 8),
+        ("alice", "/tenants/team-a/", 8),
+        ("bob", "/tenants/team-a/", 7),
+        ("bob", "/account/tokens/", 3),
+    ],
+)
+def test_the_tenancy_pages_cost_a_fixed_number_of_queries(
+    client_as, request, busier_portal, django_assert_num_queries, who, url, queries
+):
+    client = client_as(request.getfixturevalue(who))
+    client.get(url)  # the session is written on the first request
+    with django_assert_num_queries(queries):
+        assert client.get(url).status_code == 200
