@@ -93,15 +93,16 @@ def _refresh_chunk(pools: set[PoolKey], apps: Apps) -> int:
         if (driver, pool) in pools:
             slice_names[pk] = name
             versions[pk] = (uid, version)
-    missing = [pk for pk, key in versions.items() if key not in _PARSED]
+    # Read from the cache once: another watcher thread may evict entries meanwhile.
+    found: dict[int, Any] = {pk: _PARSED.get(key) for pk, key in versions.items()}
+    missing = [pk for pk, parsed in found.items() if parsed is None]
     for pk, raw in resource_slice.objects.filter(pk__in=missing).values_list("pk", "raw"):
         try:
-            parsed: Any = parse_slice(raw, slice_names[pk])
+            found[pk] = parse_slice(raw, slice_names[pk])
         except InvalidObject as error:
-            parsed = f"slice unreadable: {error}"[:500]
-        _remember(versions[pk], parsed)
-    for pk, key in versions.items():
-        parsed = _PARSED.get(key)
+            found[pk] = f"slice unreadable: {error}"[:500]
+        _remember(versions[pk], found[pk])
+    for pk, parsed in found.items():
         if isinstance(parsed, str):
             unreadable[pk] = parsed
         elif parsed is not None:
