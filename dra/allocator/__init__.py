@@ -12,10 +12,11 @@ Entry points for the portal:
 from dra.allocator.cluster import Cluster, NodeOutcome
 from dra.allocator.contract import build_cluster, outcome_json, run_case
 from dra.allocator.explain import RequestExplanation, explain_case, preview_selector
-from dra.allocator.search import AllocationError
+from dra.allocator.search import DEFAULT_TIMEOUT_SECONDS, AllocationError
 from dra.features import Features
 
 __all__ = [
+    "DEFAULT_TIMEOUT_SECONDS",
     "AllocationError",
     "Cluster",
     "Features",

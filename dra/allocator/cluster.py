@@ -22,10 +22,13 @@ from dataclasses import dataclass, field
 
 from dra.allocator.pools import Inventory, device_matches_node
 from dra.allocator.search import (
+    DEFAULT_TIMEOUT_SECONDS,
     AllocatedState,
     AllocationError,
+    AllocationTimeout,
     CaseData,
     ClaimAllocation,
+    Deadline,
     NodeAllocation,
 )
 from dra.cel import CelCompileError, CelRuntimeError, compile_selector
@@ -177,6 +180,8 @@ class Cluster:
             for uids in self._grouping(
                 selector.reads.paths if selector.reads.parsed else frozenset({("all",)})
             ).values():
+                if case.deadline is not None:
+                    case.deadline.check()
                 inside = [uid for uid in uids if uid in passing]
                 if not inside:
                     continue
@@ -335,9 +340,29 @@ class Cluster:
             errors.append(f"{resource_slice.driver}/{resource_slice.pool_name}/{device.name}")
         return labels, errors
 
-    def allocate(self, claims: list[ResourceClaim], node_name: str | None = None) -> NodeOutcome:
-        """Allocate the claims together on ``node_name``, or on the first node that works."""
+    def allocate(
+        self,
+        claims: list[ResourceClaim],
+        node_name: str | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT_SECONDS,
+    ) -> NodeOutcome:
+        """Allocate the claims together on ``node_name``, or on the first node that works.
+
+        ``timeout`` bounds the whole call in wall-clock seconds (None: no limit); past it the
+        outcome is an error naming the limit, whatever nodes were left to try.
+        """
         case = self.case(claims)
+        case.deadline = Deadline.start(timeout) if timeout is not None else None
+        try:
+            return self._allocate(case, claims, node_name)
+        except AllocationTimeout as error:
+            return NodeOutcome(None, None, str(error))
+        finally:
+            case.deadline = None
+
+    def _allocate(
+        self, case: CaseData, claims: list[ResourceClaim], node_name: str | None
+    ) -> NodeOutcome:
         if node_name is not None:
             node = next((item for item in self.nodes if item.name == node_name), None)
             if node is None:
@@ -352,6 +377,8 @@ class Cluster:
             needs = self._needs(claims)
         first_error: str | None = None
         for node in self.nodes:
+            if case.deadline is not None:
+                case.deadline.check()
             if (
                 needs is not None
                 and not self._may_see_suspicious_pool(node)
@@ -373,6 +400,8 @@ class Cluster:
     def _try(self, case: CaseData, node: Node) -> NodeOutcome:
         try:
             allocations = NodeAllocation(case, node).allocate()
+        except AllocationTimeout:
+            raise
         except AllocationError as error:
             return NodeOutcome(node, None, str(error))
         return NodeOutcome(node, allocations)

@@ -21,7 +21,7 @@ from typing import Any
 from dra.allocator.cluster import Cluster, NodeOutcome
 from dra.allocator.pools import Inventory
 from dra.allocator.results import allocation_result
-from dra.allocator.search import AllocatedState
+from dra.allocator.search import DEFAULT_TIMEOUT_SECONDS, AllocatedState
 from dra.features import FeatureError, parse_features, parse_version
 from dra.model import (
     InvalidObject,
@@ -86,8 +86,12 @@ def outcome_json(name: Any, outcome: NodeOutcome, cluster: Cluster) -> dict[str,
     }
 
 
-def run_case(case: Any) -> dict[str, Any]:
-    """Run one case of the contract and return its output dict (never raises for bad input)."""
+def run_case(case: Any, timeout: float | None = DEFAULT_TIMEOUT_SECONDS) -> dict[str, Any]:
+    """Run one case of the contract and return its output dict (never raises for bad input).
+
+    ``timeout``: the allocation's wall-clock limit in seconds (None: none); past it the output
+    is an ``error`` naming the limit.
+    """
     if not isinstance(case, Mapping):
         return {"name": None, "status": "error", "error": "case: must be a JSON object"}
     name = case.get("name")
@@ -101,5 +105,5 @@ def run_case(case: Any) -> dict[str, Any]:
     if not claims:
         # Nothing to place is a malformed request, not a cluster too small to satisfy it.
         return {"name": name, "status": "error", "error": "no claims to allocate"}
-    outcome = cluster.allocate(claims, node_name)
+    outcome = cluster.allocate(claims, node_name, timeout)
     return outcome_json(name, outcome, cluster)

@@ -14,8 +14,9 @@ when those reject the device, as upstream does.
 
 from __future__ import annotations
 
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -38,8 +39,11 @@ from dra.quantity import Quantity
 from dra.usage import AllocatedState, DeviceKey, available_counters, counter_shortfall
 
 __all__ = [
+    "DEFAULT_TIMEOUT_SECONDS",
     "RESULTS_LIMIT",
     "AllocationError",
+    "AllocationTimeout",
+    "Deadline",
     "AllocatedState",
     "CaseData",
     "Candidate",
@@ -57,8 +61,42 @@ class AllocationError(Exception):
     """The allocation attempt failed with an error (not merely unsatisfiable)."""
 
 
+class AllocationTimeout(AllocationError):
+    """The allocation ran past its wall-clock limit (see :class:`Deadline`)."""
+
+
 class _ResultLimit(Exception):
     """A branch would exceed 32 results in a claim (upstream's special backtracking signal)."""
+
+
+DEFAULT_TIMEOUT_SECONDS = 10.0
+_CHECK_EVERY = 64
+
+
+@dataclass(slots=True)
+class Deadline:
+    """The wall-clock limit of one allocation, as the scheduler bounds its DRA filter (10 s by
+    default). The search loops call :meth:`check`; it reads the clock every 64 calls."""
+
+    seconds: float
+    expires: float
+    calls: int = 0
+
+    @classmethod
+    def start(cls, seconds: float) -> Deadline:
+        return cls(seconds, time.monotonic() + seconds)
+
+    def check(self) -> None:
+        """Raise :class:`AllocationTimeout` once the limit has passed."""
+        self.calls += 1
+        if self.calls % _CHECK_EVERY == 0 and time.monotonic() > self.expires:
+            raise AllocationTimeout(
+                "timed out trying to allocate devices: the allocation took longer than its "
+                f"limit of {self.seconds:g} s"
+            )
+
+
+_Step = tuple[int, int, int, int, bool, tuple[int, int, int]]
 
 
 @dataclass(slots=True)
@@ -71,6 +109,7 @@ class CaseData:
     allocated: AllocatedState
     claims: list[ResourceClaim]
     inputs: dict[int, DeviceInput] = field(default_factory=dict)
+    deadline: Deadline | None = None
 
     def input_for(self, resource_slice: ResourceSlice, device: Device) -> DeviceInput:
         cached = self.inputs.get(device.uid)
@@ -425,6 +464,8 @@ class NodeAllocation:
         cached = self.matches.get(key)
         if cached is not None:
             return cached
+        if self.case.deadline is not None:
+            self.case.deadline.check()
         result = True
         device_class = data.device_class
         if (
@@ -577,6 +618,37 @@ class NodeAllocation:
 
     # --- the search ----------------------------------------------------------------------------
 
+    def _search(self, step: _Step) -> bool:
+        """Run the depth-first search without recursing: each level is a generator that yields
+        the step it wants the answer to (or raises into), on an explicit stack."""
+        deadline = self.case.deadline
+        stack = [self._allocate_one(*step)]
+        answer: bool | None = None
+        failure: BaseException | None = None
+        while stack:
+            if deadline is not None:
+                deadline.check()
+            level = stack[-1]
+            try:
+                if failure is not None:
+                    raised, failure = failure, None
+                    request = level.throw(raised)
+                else:
+                    request = level.send(answer)  # type: ignore[arg-type]
+            except StopIteration as stop:
+                stack.pop()
+                answer = bool(stop.value)
+                continue
+            except (_ResultLimit, AllocationError) as error:
+                stack.pop()
+                if not stack:
+                    raise
+                failure = error
+                continue
+            stack.append(self._allocate_one(*request))
+            answer = None
+        return bool(answer)
+
     def _allocate_one(
         self,
         claim_index: int,
@@ -585,13 +657,13 @@ class NodeAllocation:
         device_index: int,
         allocating_subrequest: bool,
         start: tuple[int, int, int],
-    ) -> bool:
+    ) -> Generator[_Step, bool, bool]:
         if claim_index >= len(self.claims):
             return True
         claim = self.claims[claim_index]
         if request_index >= len(claim.requests):
             try:
-                return self._allocate_one(claim_index + 1, 0, 0, 0, False, (0, 0, 0))
+                return (yield (claim_index + 1, 0, 0, 0, False, (0, 0, 0)))
             except _ResultLimit:
                 return False
         data = self.request_data[(claim_index, request_index, sub_index)]
@@ -600,9 +672,7 @@ class NodeAllocation:
             sub = 0
             while (claim_index, request_index, sub) in self.request_data:
                 try:
-                    done = self._allocate_one(
-                        claim_index, request_index, sub, device_index, True, (0, 0, 0)
-                    )
+                    done = yield (claim_index, request_index, sub, device_index, True, (0, 0, 0))
                 except _ResultLimit:
                     sub += 1
                     continue
@@ -619,7 +689,7 @@ class NodeAllocation:
         if all_mode and not data.all_devices:
             return False
         if device_index >= data.num_devices:
-            return self._allocate_one(claim_index, request_index + 1, 0, 0, False, (0, 0, 0))
+            return (yield (claim_index, request_index + 1, 0, 0, False, (0, 0, 0)))
         if len(self.results[claim_index]) + data.num_devices - device_index > RESULTS_LIMIT:
             raise _ResultLimit
         if all_mode:
@@ -628,7 +698,7 @@ class NodeAllocation:
             if undo is None:
                 return False
             try:
-                done = self._allocate_one(
+                done = yield (
                     claim_index,
                     request_index,
                     sub_index,
@@ -679,7 +749,7 @@ class NodeAllocation:
                     if undo is None:
                         continue
                     try:
-                        done = self._allocate_one(
+                        done = yield (
                             claim_index,
                             request_index,
                             sub_index,
@@ -699,7 +769,7 @@ class NodeAllocation:
         """Allocate every claim on this node: results, None (unsatisfiable) or AllocationError."""
         self._prepare()
         try:
-            done = self._allocate_one(0, 0, 0, 0, False, (0, 0, 0))
+            done = self._search((0, 0, 0, 0, False, (0, 0, 0)))
         except _ResultLimit:
             done = False
         if not done:

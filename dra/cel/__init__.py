@@ -10,9 +10,10 @@ It provides:
 * Kubernetes' exact numeric semantics for quantities (``80Gi == 81920Mi``) and semver
   precedence (build metadata ignored) — both are carried as small maps holding a canonical key,
   so ``==`` compares values and no ordering operator applies to them (as in Kubernetes);
-* limits: expressions over 10 Ki characters are rejected; evaluation aborts with "cost limit
-  exceeded" when cel-cpp's iteration budget (10,000 comprehension steps) is exhausted — cel-cpp
-  offers no cost tracker, see docs/benchmarks.md for this difference from cel-go's 1,000,000;
+* limits: expressions over 10 Ki characters or nested deeper than 50 levels do not compile;
+  evaluation is cancelled ("operation cancelled: actual cost limit exceeded") past a cost of
+  1,000,000 metered by :mod:`dra.cel.costs` (cel-cpp has no cost tracker) or past cel-cpp's
+  10,000 comprehension iterations (docs/allocator.md, "Limits");
 * caches: compiled programs by expression, and results by (expression, the values of the device
   paths the expression reads), so devices of one model share one evaluation.
 

@@ -4,14 +4,15 @@ values with Kubernetes' semantics, their functions, regex helpers, and the decla
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
+import re2  # type: ignore[import-untyped]  # RE2: Go's regexp semantics, linear time
 from cel_expr_python import cel
 
+from dra.cel.costs import INTERNAL_FUNCTIONS
 from dra.cel.errors import CelRuntimeError
 from dra.quantity import Quantity, QuantityError, parse_quantity
 from dra.semver import Semver, SemverError, parse_semver
@@ -157,12 +158,19 @@ def _semver_part(name: str, index: int) -> Callable[[Any], int]:
     return call
 
 
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+
+
 @lru_cache(maxsize=1024)
-def _regex(pattern: str) -> re.Pattern[str]:
+def _regex(pattern: str) -> Any:
     try:
-        return re.compile(pattern)
-    except re.error as error:
-        raise CelRuntimeError(f"error parsing regexp: {error}") from None
+        return re2.compile(pattern, options=_RE2_OPTIONS)
+    except re2.error as error:
+        message = error.args[0] if error.args else error
+        if isinstance(message, bytes):
+            message = message.decode("utf-8", "replace")
+        raise CelRuntimeError(f"error parsing regexp: {message}") from None
 
 
 def _find(text: str, pattern: str) -> str:
@@ -175,7 +183,9 @@ def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
     return found if limit < 0 else found[:limit]
 
 
-def _environment() -> Any:
+def _environment(internal: bool) -> Any:
+    """The selector environment; ``internal`` adds the cost meter's functions, which only the
+    rewritten (evaluated) text may call: a selector naming them does not compile."""
     types = cel.Type
     quantity_type = types.Map(types.STRING, types.STRING)
     semver_type = types.Map(types.INT, types.STRING)
@@ -364,6 +374,8 @@ def _environment() -> Any:
             ],
         ),
     ]
+    if internal:
+        functions.extend(_internal_functions(overload))
     config = cel.NewEnvConfigFromYaml(
         "extensions:\n"
         "  - name: strings\n    version: 2\n"
@@ -382,7 +394,85 @@ def _environment() -> Any:
     return cel.NewEnv(config=config, variables=variables, functions=functions)
 
 
-ENVIRONMENT = _environment()
+def _internal_functions(overload: Callable[..., Any]) -> list[Any]:
+    types = cel.Type
+    meter = INTERNAL_FUNCTIONS
+    string = types.STRING
+    return [
+        cel.FunctionDecl(
+            "dra_cost_range",
+            [
+                overload(
+                    "dra_cost_range_int", types.INT, [types.INT], False, meter["dra_cost_range"]
+                )
+            ],
+        ),
+        cel.FunctionDecl(
+            "dra_cost_size",
+            [
+                # cel-cpp picks implementations by the runtime kind: one overload per kind.
+                overload(f"dra_cost_size_{name}", types.BOOL, [kind], False, meter["dra_cost_size"])
+                for name, kind in (
+                    ("string", string),
+                    ("bytes", types.BYTES),
+                    ("list", types.List(types.DYN)),
+                    ("map", types.Map(types.DYN, types.DYN)),
+                    ("int", types.INT),
+                    ("uint", types.UINT),
+                    ("double", types.DOUBLE),
+                    ("duration", types.DURATION),
+                    ("timestamp", types.TIMESTAMP),
+                )
+            ],
+        ),
+        cel.FunctionDecl(
+            "dra_cost_iteration",
+            [
+                overload(
+                    "dra_cost_iteration_int_bool",
+                    types.BOOL,
+                    [types.INT, types.BOOL],
+                    False,
+                    meter["dra_cost_iteration"],
+                )
+            ],
+        ),
+        cel.FunctionDecl(
+            "dra_cost_pair",
+            [
+                overload(
+                    "dra_cost_pair_int_int",
+                    types.BOOL,
+                    [types.INT, types.INT],
+                    False,
+                    meter["dra_cost_pair"],
+                )
+            ],
+        ),
+        cel.FunctionDecl(
+            "dra_cost_replace",
+            [
+                overload(
+                    "dra_cost_replace_string",
+                    string,
+                    [string, string, string],
+                    False,
+                    meter["dra_cost_replace"],
+                ),
+                overload(
+                    "dra_cost_replace_string_int",
+                    string,
+                    [string, string, string, types.INT],
+                    False,
+                    meter["dra_cost_replace"],
+                ),
+            ],
+        ),
+    ]
+
+
+ENVIRONMENT = _environment(internal=False)
+EVALUATION_ENVIRONMENT = _environment(internal=True)
 BOOL_TYPE = cel.Type.BOOL
 DYN_TYPE = cel.Type.DYN
 ERROR_TYPE = cel.Type.ERROR

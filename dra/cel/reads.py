@@ -18,9 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from dra.cel.costs import Edit, cost_edits
 from dra.cel.syntax import (
     Aggregate,
     Call,
+    CelNestingError,
     CelSyntaxError,
     Ident,
     Index,
@@ -303,10 +305,17 @@ class _Analyzer:
             self.visit(argument, scope)
 
 
-def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
-    for start, end, replacement in sorted(edits, key=lambda edit: (edit[0], edit[1]), reverse=True):
+def _apply(text: str, edits: list[Edit]) -> str:
+    """Apply non-overlapping edits; zero-width inserts at one position go in rank order."""
+    for start, end, replacement, _ in sorted(
+        edits, key=lambda edit: (edit[0], edit[1], edit[3]), reverse=True
+    ):
         text = text[:start] + replacement + text[end:]
     return text
+
+
+def _ranked(edits: list[tuple[int, int, str]]) -> list[Edit]:
+    return [(start, end, replacement, 0) for start, end, replacement in edits]
 
 
 def analyze(
@@ -315,15 +324,19 @@ def analyze(
     """Analyse a selector; raises :class:`UnknownDeviceField` for ``device.<unknown>``.
 
     If the expression cannot be parsed here it is returned unchanged with the whole device as
-    its read set (cel-expr-python then reports the syntax error, if there is one).
+    its read set (cel-expr-python then reports the syntax error, if there is one); one nested
+    deeper than the parser's limit raises :class:`CelNestingError`. The evaluated text also
+    carries the cost meter (:mod:`dra.cel.costs`).
     """
     analyzer = _Analyzer(text, fold_quantity, fold_semver)
     try:
         tree = parse(text)
+    except CelNestingError:
+        raise
     except (CelSyntaxError, ValueError, IndexError):
         return SelectorReads(text, text, frozenset({("all",)}), frozenset({"device"}), parsed=False)
     analyzer.visit(tree, {})
     walk = analyzer.walk
-    checked = _apply(text, walk.renames)
-    evaluated = _apply(text, walk.renames + walk.edits)
+    checked = _apply(text, _ranked(walk.renames))
+    evaluated = _apply(text, _ranked(walk.renames + walk.edits) + cost_edits(text, tree))
     return SelectorReads(checked, evaluated, frozenset(walk.paths), frozenset(walk.variables))

@@ -8,17 +8,20 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from dra.cel.costs import COST_LIMIT_MESSAGE, cost_exceeded, reset_cost
 from dra.cel.devices import DeviceInput, path_getter
 from dra.cel.environment import (
     BOOL_TYPE,
     DYN_TYPE,
     ENVIRONMENT,
     ERROR_TYPE,
+    EVALUATION_ENVIRONMENT,
     quantity_literal,
     semver_literal,
 )
 from dra.cel.errors import CelCompileError, CelRuntimeError
 from dra.cel.reads import SelectorReads, UnknownDeviceField, analyze
+from dra.cel.syntax import CelNestingError
 
 MAX_EXPRESSION_LENGTH = 10 * 1024
 _RESULT_CACHE_LIMIT = 500_000
@@ -100,12 +103,15 @@ class CompiledSelector:
                 "capacity": device.cel_capacity,
                 "allowMultipleAllocations": device.allow_multiple_allocations,
             }
+        reset_cost()
         try:
             result = self.program.eval(data=data)
         except RuntimeError as error:
-            if "budget" in str(error):
-                return "operation cancelled: actual cost limit exceeded"
+            if "budget" in str(error) or cost_exceeded():
+                return COST_LIMIT_MESSAGE
             return _runtime_message(str(error))
+        if cost_exceeded():  # upstream cancels the evaluation: no operator absorbs it
+            return COST_LIMIT_MESSAGE
         result_type = result.type()
         if result_type == BOOL_TYPE:
             return bool(result.value())
@@ -165,11 +171,7 @@ def _line_column_offset(text: str, line: int, column: int) -> int:
     return sum(len(item) + 1 for item in lines[: line - 1]) + column - 1
 
 
-def _compile(text: str) -> Any:
-    return ENVIRONMENT.compile(text)
-
-
-def _compile_with_cross_numeric(text: str) -> Any:
+def _compile_with_cross_numeric(text: str, environment: Any = ENVIRONMENT) -> Any:
     """Compile; comparisons of int/uint/double operands are allowed as with cel-go's option.
 
     cel-cpp's checker lacks the cross-type numeric comparison overloads (its runtime has them),
@@ -179,7 +181,7 @@ def _compile_with_cross_numeric(text: str) -> Any:
 
     for _ in range(16):
         try:
-            return _compile(text)
+            return environment.compile(text)
         except RuntimeError as error:
             matches = _CROSS_NUMERIC.findall(str(error))
             left, right = (matches[0][3], matches[0][4]) if matches else ("", "")
@@ -216,7 +218,7 @@ def _compile_with_cross_numeric(text: str) -> Any:
                 + text[first.end : second.start] + "dyn(" + text[second.start : second.end] + ")"
                 + text[second.end :]
             )  # fmt: skip
-    return _compile(text)
+    return environment.compile(text)
 
 
 @lru_cache(maxsize=4096)
@@ -234,6 +236,8 @@ def compile_selector(expression: str) -> CompiledSelector:
         )
     try:
         reads = analyze(expression, quantity_literal, semver_literal)
+    except CelNestingError as error:
+        return CompiledSelector(expression, None, None, _compile_error(expression, str(error)))
     except UnknownDeviceField as error:
         line = expression.count("\n", 0, error.position) + 1
         column = error.position - (expression.rfind("\n", 0, error.position) + 1) + 1
@@ -260,12 +264,26 @@ def compile_selector(expression: str) -> CompiledSelector:
             None,
             _compile_error(expression, f"must evaluate to bool or the unknown type, not {name}"),
         )
+    if not reads.parsed:
+        # Without a tree there is no cost meter, and an unmetered selector could run away.
+        return CompiledSelector(
+            expression,
+            reads,
+            None,
+            _compile_error(expression, "the selector uses syntax the cost analysis cannot read"),
+        )
     program = checked
     if reads.evaluated_text != reads.checked_text:
         try:
-            program = _compile_with_cross_numeric(reads.evaluated_text)
-        except RuntimeError:
-            program = checked
+            program = _compile_with_cross_numeric(reads.evaluated_text, EVALUATION_ENVIRONMENT)
+        except RuntimeError as error:
+            # The rewrites keep every type; a failure here is a bug, not the author's error.
+            return CompiledSelector(
+                expression,
+                reads,
+                None,
+                _compile_error(expression, f"internal rewrite failed: {error}"),
+            )
     paths = sorted(reads.paths)
     domains: list[tuple[str, frozenset[str] | None]] = []
     for kind in ("attr", "cap"):
@@ -284,9 +302,6 @@ def compile_selector(expression: str) -> CompiledSelector:
                 by_domain.setdefault(path[1], []).append(path[2])
         ids[kind] = tuple((domain, tuple(names)) for domain, names in by_domain.items())
     getters = tuple(path_getter(path) for path in paths)
-    if not reads.parsed:
-        getters = (DeviceInput.content_key,)
-        ids = {}
     return CompiledSelector(expression, reads, program, None, getters, tuple(domains), ids)
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "MAX_NESTING",
+    "CelNestingError",
     "CelSyntaxError",
     "Node",
     "Ident",
@@ -23,12 +25,28 @@ __all__ = [
     "Call",
     "Aggregate",
     "Operator",
+    "children",
+    "depth",
     "parse",
 ]
 
 
+MAX_NESTING = 50
+
+
 class CelSyntaxError(ValueError):
     """This parser could not parse the expression (cel-expr-python will report the real error)."""
+
+
+class CelNestingError(CelSyntaxError):
+    """The expression nests deeper than :data:`MAX_NESTING` (a compile error of its own).
+
+    The parser and every walk over its tree recurse once per level, so the depth is bounded
+    before anything recurses on it; cel-cpp itself stops at 32 levels.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(f"expression nesting exceeds the limit of {MAX_NESTING} levels")
 
 
 @dataclass(slots=True)
@@ -249,6 +267,7 @@ class _Parser:
     def __init__(self, text: str) -> None:
         self.tokens = _tokens(text)
         self.position = 0
+        self.depth = 0
 
     @property
     def current(self) -> _Token:
@@ -268,6 +287,15 @@ class _Parser:
         return token
 
     def expression(self) -> Node:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise CelNestingError
+        try:
+            return self.conditional()
+        finally:
+            self.depth -= 1
+
+    def conditional(self) -> Node:
         condition = self.binary(0)
         if self.current.kind == "?":
             position = self.current.start
@@ -292,6 +320,8 @@ class _Parser:
         if level == len(self._LEVELS):
             return self.unary()
         left = self.binary(level + 1)
+        if self._LEVELS[level][0] in ("||", "&&"):
+            return self.logical(left, self._LEVELS[level][0], level)
         while True:
             token = self.current
             kind = "in" if token.kind == "ident" and token.text == "in" else token.kind
@@ -301,13 +331,25 @@ class _Parser:
             right = self.binary(level + 1)
             left = Operator(left.start, right.end, kind, [left, right], token.start)
 
-    def unary(self) -> Node:
-        token = self.current
-        if token.kind in ("!", "-"):
+    def logical(self, first: Node, kind: str, level: int) -> Node:
+        """A chain of ``&&`` or ``||``, as a balanced tree (as cel-go and cel-cpp build it)."""
+        operands = [first]
+        positions = []
+        while self.current.kind == kind:
+            positions.append(self.current.start)
             self.position += 1
-            operand = self.unary()
-            return Operator(token.start, operand.end, token.kind, [operand], token.start)
-        return self.member()
+            operands.append(self.binary(level + 1))
+        return _balanced(operands, positions, kind)
+
+    def unary(self) -> Node:
+        operators = []
+        while self.current.kind in ("!", "-"):
+            operators.append(self.current)
+            self.position += 1
+        node = self.member()
+        for token in reversed(operators):
+            node = Operator(token.start, node.end, token.kind, [node], token.start)
+        return node
 
     def member(self) -> Node:
         node = self.primary()
@@ -398,10 +440,48 @@ class _Parser:
         raise CelSyntaxError(f"unexpected {token.kind!r} at {token.start}")
 
 
+def _balanced(operands: list[Node], positions: list[int], kind: str) -> Node:
+    if len(operands) == 1:
+        return operands[0]
+    middle = len(operands) // 2
+    left = _balanced(operands[:middle], positions[: middle - 1], kind)
+    right = _balanced(operands[middle:], positions[middle:], kind)
+    return Operator(left.start, right.end, kind, [left, right], positions[middle - 1])
+
+
+def children(node: Node) -> list[Node]:
+    """The direct sub-expressions of a node, in source order."""
+    if isinstance(node, Select):
+        return [node.operand] if node.operand is not None else []
+    if isinstance(node, Index):
+        return [item for item in (node.operand, node.key) if item is not None]
+    if isinstance(node, Call):
+        return ([node.target] if node.target is not None else []) + node.args
+    if isinstance(node, Aggregate):
+        return node.children
+    if isinstance(node, Operator):
+        return node.operands
+    return []
+
+
+def depth(root: Node) -> int:
+    """The depth of a tree, without recursing on it."""
+    deepest = 0
+    stack = [(root, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children(node))
+    return deepest
+
+
 def parse(text: str) -> Node:
-    """Parse a CEL expression; raises :class:`CelSyntaxError` if this parser cannot."""
+    """Parse a CEL expression; raises :class:`CelSyntaxError` if this parser cannot, and
+    :class:`CelNestingError` if the tree is deeper than :data:`MAX_NESTING`."""
     parser = _Parser(text)
     node = parser.expression()
     if parser.current.kind != "eof":
         raise CelSyntaxError(f"unexpected {parser.current.kind!r} at {parser.current.start}")
+    if depth(node) > MAX_NESTING:
+        raise CelNestingError
     return node

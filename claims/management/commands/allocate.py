@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from dra.allocator import run_case
+from dra.allocator import DEFAULT_TIMEOUT_SECONDS, run_case
+
+MAX_JSON_DEPTH = 100
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+_INNERMOST = re.compile(r"\[\]|\{\}")
 
 
 class Command(BaseCommand):
@@ -39,7 +45,9 @@ Output: one JSON line per input line, in input order:
   {"name": ..., "status": "allocated", "node": ..., "allocations": [one per claim]}
   {"name": ..., "status": "unsatisfiable"}
   {"name": ..., "status": "error", "error": "what is wrong"}
-A line that is not JSON gives an error with "name": null; the following lines still run.
+A line that is not JSON, or nests deeper than 100 levels, gives an error with "name": null;
+the following lines still run. Each allocation has a wall-clock limit (--timeout, 10 s by
+default); past it the line is an error naming the limit.
 Uses no database."""
     requires_system_checks: list[str] = []
     requires_migrations_checks = False
@@ -53,28 +61,71 @@ Uses no database."""
         parser.add_argument(
             "--input", metavar="FILE", help="read cases from this JSON Lines file instead of stdin"
         )
+        parser.add_argument(
+            "--timeout",
+            metavar="SECONDS",
+            type=float,
+            default=DEFAULT_TIMEOUT_SECONDS,
+            help="wall-clock limit of each allocation (default: %(default)g)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         path = options.get("input")
+        timeout = options.get("timeout", DEFAULT_TIMEOUT_SECONDS)
         stream = open(path, encoding="utf-8") if path else sys.stdin  # noqa: SIM115
         try:
             for line in stream:
                 if not line.strip():
                     continue
-                self.stdout.write(json.dumps(_run_line(line), separators=(",", ":")))
+                self.stdout.write(_answer(line, timeout))
                 self.stdout.flush()
         finally:
             if path:
                 stream.close()
 
 
-def _run_line(line: str) -> dict[str, Any]:
+def _answer(line: str, timeout: float) -> str:
+    """The output line for one input line, whatever the line holds."""
+    output = _run_line(line, timeout)
+    try:
+        return json.dumps(output, separators=(",", ":"))
+    except (ValueError, TypeError, RecursionError) as error:
+        name = output.get("name")
+        fallback = {
+            "name": name if isinstance(name, str | int | float | bool) else None,
+            "status": "error",
+            "error": f"internal error: the output could not be written: {error!r}",
+        }
+        return json.dumps(fallback, separators=(",", ":"))
+
+
+def _nests_too_deep(line: str) -> bool:
+    """Whether the JSON text nests deeper than MAX_JSON_DEPTH, found without recursing: strip
+    strings and everything but brackets, then peel innermost pairs one level per pass."""
+    brackets = _NOT_BRACKETS.sub("", _STRINGS.sub("", line))
+    for _ in range(MAX_JSON_DEPTH):
+        if not brackets:
+            return False
+        peeled = _INNERMOST.sub("", brackets)
+        if peeled == brackets:
+            return False  # unbalanced: json.loads reports it
+        brackets = peeled
+    return bool(brackets)
+
+
+def _run_line(line: str, timeout: float) -> dict[str, Any]:
+    if _nests_too_deep(line):
+        return {
+            "name": None,
+            "status": "error",
+            "error": f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels",
+        }
     try:
         case = json.loads(line)
-    except json.JSONDecodeError as error:
+    except (json.JSONDecodeError, RecursionError) as error:
         return {"name": None, "status": "error", "error": f"invalid JSON: {error}"}
     try:
-        return run_case(case)
+        return run_case(case, timeout)
     except Exception as error:  # one broken case must not stop the stream  # noqa: BLE001
         name = case.get("name") if isinstance(case, dict) else None
         return {"name": name, "status": "error", "error": f"internal error: {error!r}"}
