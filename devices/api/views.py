@@ -114,8 +114,10 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
 
     def finalize_response(self, request, response, *args, **kwargs):  # type: ignore[no-untyped-def]
         """Errors of the export (bad filters, no credentials) are JSON like every API error."""
-        if isinstance(response, Response) and isinstance(
-            getattr(request, "accepted_renderer", None), JSONLinesRenderer
+        renderer = getattr(request, "accepted_renderer", None)
+        # No renderer: content negotiation itself failed (e.g. ``?format=nonsense``).
+        if isinstance(response, Response) and (
+            renderer is None or isinstance(renderer, JSONLinesRenderer)
         ):
             request.accepted_renderer = renderers.JSONRenderer()
             request.accepted_media_type = request.accepted_renderer.media_type
