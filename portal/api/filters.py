@@ -9,10 +9,12 @@ so that clients may add cache-busters or tracing parameters.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import django_filters
 from django.db.models import QuerySet
+from django_filters import utils
 from django_filters.rest_framework import DjangoFilterBackend
 from rest_framework import filters
 from rest_framework.exceptions import ValidationError
@@ -31,9 +33,18 @@ def single_value(request: Request, name: str) -> str | None:
     return values[0] if values and values[0] != "" else None
 
 
+def in_utc(name: str, value: dt.datetime) -> dt.datetime:
+    """``value`` in UTC: PostgreSQL refuses offsets Python accepts (beyond ±15:59), and a
+    time at the end of year 9999 has no UTC equivalent (400)."""
+    try:
+        return value.astimezone(dt.UTC)
+    except OverflowError:
+        raise ValidationError({name: ["The time is out of range."]}) from None
+
+
 class FilterBackend(DjangoFilterBackend):
     """django-filter's backend, refusing repeated filters and booleans other than true/false
-    (django-filter's widget reads any other value as "no filter")."""
+    (django-filter's widget reads any other value as "no filter"); times are compared in UTC."""
 
     def filter_queryset(self, request: Request, queryset: QuerySet[Any], view: Any) -> Any:
         filterset_class = self.get_filterset_class(view, queryset)
@@ -45,7 +56,15 @@ class FilterBackend(DjangoFilterBackend):
                 and value not in BOOLEAN_VALUES
             ):
                 raise ValidationError({name: ["Expected true or false."]})
-        return super().filter_queryset(request, queryset, view)
+        filterset = self.get_filterset(request, queryset, view)
+        if filterset is None:
+            return queryset
+        if not filterset.is_valid():
+            raise utils.translate_validation(filterset.errors)
+        for name, value in filterset.form.cleaned_data.items():
+            if isinstance(value, dt.datetime):
+                filterset.form.cleaned_data[name] = in_utc(name, value)
+        return filterset.qs
 
 
 class OrderingFilter(filters.OrderingFilter):

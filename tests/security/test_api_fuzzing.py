@@ -13,6 +13,8 @@ import hypothesis
 import hypothesis.errors
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 from hypothesis import HealthCheck, Phase
 from schemathesis.checks import not_a_server_error
 from schemathesis.core.result import Ok
@@ -35,8 +37,20 @@ CHECKS = [
 EXAMPLES_PER_OPERATION = 8
 
 
+@pytest.fixture
+def _connection_kept_across_requests():
+    """Calls into the WSGI app must not close the test's connection (and its transaction), as
+    Django's test client also ensures."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
 @pytest.mark.slow
 @pytest.mark.django_db
+@pytest.mark.usefixtures("_connection_kept_across_requests")
 @pytest.mark.parametrize("persona", ["root", "bob"])
 def test_no_generated_request_breaks_the_api_or_its_schema(
     persona, request, mirrored_cluster, settings

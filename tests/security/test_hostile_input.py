@@ -314,3 +314,17 @@ def test_a_server_error_under_the_api_is_in_the_error_format(api_as, bob, monkey
     client = api_as(bob)
     client.raise_request_exception = False
     assert_api_error(client.get("/api/v1/me/"), 500)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("since", "status"),
+    [
+        ("8768-11-11T07:34:13+17:05", 200),  # an offset PostgreSQL refuses: compared in UTC
+        ("9999-12-31T23:59:59-05:00", 400),  # no UTC equivalent
+        ("yesterday", 400),
+    ],
+)
+def test_times_in_filters_are_compared_in_utc_or_refused(api_as, root, since, status):
+    response = api_as(root).get("/api/v1/audit-events/", {"since": since})
+    assert response.status_code == status, response.content
