@@ -82,6 +82,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "portal.middleware.ApiErrorFormatMiddleware",
+    "portal.middleware.RequestLimitsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -182,6 +184,13 @@ SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=not DEBUG)
 if env_bool("SECURE_PROXY_SSL_HEADER", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
+# Input limits (docs/security.md): refused with a 4xx before a view or the database sees them.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("REQUEST_BODY_MAX_BYTES", 1024 * 1024)
+REQUEST_PATH_MAX_CHARS = env_int("REQUEST_PATH_MAX_CHARS", 2048)
+QUERY_STRING_MAX_BYTES = env_int("QUERY_STRING_MAX_BYTES", 4096)
+QUERY_PARAMETERS_MAX = env_int("QUERY_PARAMETERS_MAX", 50)
+API_JSON_MAX_DEPTH = env_int("API_JSON_MAX_DEPTH", 64)
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "portal.api.authentication.ApiTokenAuthentication",
@@ -191,9 +200,23 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [
-        "django_filters.rest_framework.DjangoFilterBackend",
-        "rest_framework.filters.OrderingFilter",
+        "portal.api.filters.FilterBackend",
+        "portal.api.filters.OrderingFilter",
     ],
+    "DEFAULT_PARSER_CLASSES": [
+        "portal.api.parsers.BoundedJSONParser",
+        "portal.api.parsers.BoundedFormParser",
+        "portal.api.parsers.BoundedMultiPartParser",
+    ],
+    # Per user (per address when anonymous), counted in the default cache (Redis in production).
+    "DEFAULT_THROTTLE_CLASSES": [
+        "portal.api.throttling.UserRateThrottle",
+        "portal.api.throttling.AnonRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "user": env_str("API_THROTTLE_USER_RATE", "1200/minute"),
+        "anon": env_str("API_THROTTLE_ANON_RATE", "60/minute"),
+    },
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "portal.api.errors.exception_handler",
     "DEFAULT_RENDERER_CLASSES": [
@@ -215,6 +238,10 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "portal.api.schema.document_errors",
+    ],
 }
 
 # The cluster: KUBE_API_SERVER (a plain URL, e.g. the emulator), else KUBECONFIG (+ KUBE_CONTEXT),

@@ -22,7 +22,7 @@ class ResourceClaimViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = ResourceClaimSerializer
     filterset_class = ResourceClaimFilterSet
     lookup_url_kwarg = "key"
-    lookup_value_regex = r"[^/]+/[^/]+"
+    lookup_value_regex = r"[^/]{1,63}/[^/]{1,253}"  # a namespace is a DNS label
     ordering_fields = ["namespace", "name", "created_at"]
 
     def get_queryset(self) -> QuerySet[ResourceClaim]:

@@ -44,8 +44,9 @@ __all__ = [
 ]
 
 EXPORT_CHUNK = 2000
-# Kubernetes object names may contain dots; DRF's default lookup pattern excludes them.
-NAME = r"[^/]+"
+# Kubernetes object names may contain dots (DRF's default lookup pattern excludes them) and are
+# at most 253 characters: a longer one names nothing, and is the router's 404.
+NAME = r"[^/]{1,253}"
 
 
 class JSONLinesRenderer(renderers.BaseRenderer):
@@ -100,7 +101,7 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
     ordering_fields = ["node_name", "driver", "name", "model_name", "memory_bytes"]
     lookup_url_kwarg = "key"
     # driver and device names have no "/"; the pool between them may.
-    lookup_value_regex = r"[^/]+/.+/[^/]+"
+    lookup_value_regex = r"[^/]{1,253}/.{1,253}/[^/]{1,253}"
 
     def get_queryset(self) -> QuerySet[Device]:
         # The raw objects are large and not part of this representation.
@@ -113,8 +114,10 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
 
     def finalize_response(self, request, response, *args, **kwargs):  # type: ignore[no-untyped-def]
         """Errors of the export (bad filters, no credentials) are JSON like every API error."""
-        if isinstance(response, Response) and isinstance(
-            getattr(request, "accepted_renderer", None), JSONLinesRenderer
+        renderer = getattr(request, "accepted_renderer", None)
+        # No renderer: content negotiation itself failed (e.g. ``?format=nonsense``).
+        if isinstance(response, Response) and (
+            renderer is None or isinstance(renderer, JSONLinesRenderer)
         ):
             request.accepted_renderer = renderers.JSONRenderer()
             request.accepted_media_type = request.accepted_renderer.media_type

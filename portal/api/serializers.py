@@ -8,7 +8,11 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from portal.models import AuditEvent, Membership, Quota, Tenant
-from portal.services.tenants import cluster_device_class_names
+from portal.services.tenants import (
+    MAX_LEASE,
+    MAX_NAMESPACES_PER_TENANT,
+    cluster_device_class_names,
+)
 
 __all__ = [
     "AuditEventSerializer",
@@ -49,6 +53,7 @@ class TenantSerializer(serializers.ModelSerializer):
         child=serializers.CharField(max_length=63),
         source="namespace_names",
         required=False,
+        max_length=MAX_NAMESPACES_PER_TENANT,
         help_text="Kubernetes namespaces the tenant owns.",
     )
     url = serializers.HyperlinkedIdentityField(view_name="api:tenant-detail", lookup_field="slug")
@@ -96,6 +101,7 @@ class QuotaSerializer(serializers.ModelSerializer):
             "updated_at",
         ]
         read_only_fields = ["id", "updated_at"]
+        extra_kwargs = {"max_lease": {"max_value": MAX_LEASE}}
 
     def get_device_class_in_cluster(self, quota: Quota) -> bool:
         annotated = getattr(quota, "device_class_in_cluster", None)
@@ -106,7 +112,12 @@ class QuotaSerializer(serializers.ModelSerializer):
 
 
 class AuditEventSerializer(serializers.ModelSerializer):
-    tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    tenant = serializers.SlugRelatedField(
+        slug_field="slug",
+        read_only=True,
+        allow_null=True,
+        help_text="Null for events outside a tenant, or of a tenant since deleted.",
+    )
 
     class Meta:
         model = AuditEvent

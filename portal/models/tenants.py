@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 from django.urls import reverse
 
 from portal.models.roles import Role
+from portal.models.validators import validate_printable_text
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 __all__ = ["Tenant", "TenantNamespace", "TenantQuerySet", "dns_label_validator"]
+
+DESCRIPTION_MAX_CHARS = 2000
 
 dns_label_validator = RegexValidator(
     r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
@@ -63,6 +67,23 @@ class Tenant(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("tenant-detail", kwargs={"slug": self.slug})
+
+    def clean(self) -> None:
+        """Names and descriptions are printable text (``validate_printable_text``); the
+        description is at most ``DESCRIPTION_MAX_CHARS`` long. A method rather than field
+        validators: the rules may change without a migration."""
+        errors: dict[str, list[str]] = {}
+        for field, multiline in (("name", False), ("description", True)):
+            try:
+                validate_printable_text(getattr(self, field), multiline=multiline)
+            except ValidationError as error:
+                errors.setdefault(field, []).extend(error.messages)
+        if len(self.description) > DESCRIPTION_MAX_CHARS:
+            errors.setdefault("description", []).append(
+                f"Keep the description under {DESCRIPTION_MAX_CHARS} characters."
+            )
+        if errors:
+            raise ValidationError(errors)
 
     @property
     def namespace_names(self) -> list[str]:

@@ -9,6 +9,7 @@ records nothing.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 from django.apps import apps
@@ -34,6 +35,10 @@ __all__ = [
 ]
 
 TENANT_FIELDS = ["name", "slug", "description", "requires_approval"]
+MAX_NAMESPACES_PER_TENANT = 100
+MAX_LEASE = dt.timedelta(days=3650)
+# A DeviceClass name is a DNS subdomain (RFC 1123), as Kubernetes requires.
+DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 QUOTA_FIELDS = ["device_class_name", "max_devices", "max_device_memory", "max_claims", "max_lease"]
 
 
@@ -82,6 +87,10 @@ def save_tenant(
 
 def _replace_namespaces(tenant: Tenant, names: list[str]) -> None:
     wanted = sorted({name.strip() for name in names if name.strip()})
+    if len(wanted) > MAX_NAMESPACES_PER_TENANT:
+        raise ValidationError(
+            {"namespaces": [f"A tenant owns at most {MAX_NAMESPACES_PER_TENANT} namespaces."]}
+        )
     taken = dict(
         TenantNamespace.objects.filter(name__in=wanted)
         .exclude(tenant=tenant)
@@ -184,13 +193,20 @@ def validate_quota(*, device_class_name: str, max_lease: dt.timedelta | None) ->
     """
     errors: dict[str, str] = {}
     known = cluster_device_class_names()
-    if device_class_name and known and device_class_name not in known:
+    if len(device_class_name) > 253 or not DNS_SUBDOMAIN.fullmatch(device_class_name):
+        errors["device_class_name"] = (
+            "Enter a DeviceClass name: a DNS subdomain of up to 253 lowercase letters, digits, "
+            "'-' and '.'."
+        )
+    elif device_class_name and known and device_class_name not in known:
         errors["device_class_name"] = (
             f"The cluster has no DeviceClass “{device_class_name}”. "
             f"Its classes are: {', '.join(sorted(known))}."
         )
     if max_lease is not None and max_lease <= dt.timedelta(0):
         errors["max_lease"] = "A lease limit must be longer than zero (blank: unlimited)."
+    elif max_lease is not None and max_lease > MAX_LEASE:
+        errors["max_lease"] = f"A lease limit is at most {MAX_LEASE.days} days (blank: unlimited)."
     if errors:
         raise ValidationError(errors)
 
