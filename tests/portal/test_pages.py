@@ -147,3 +147,10 @@ def test_the_tenancy_pages_cost_a_fixed_number_of_queries(
     client.get(url)  # the session is written on the first request
     with django_assert_num_queries(queries):
         assert client.get(url).status_code == 200
+
+
+def test_a_malformed_page_request_gets_the_portals_400_page(client_as, bob):
+    query = "&".join(f"q{number}=x" for number in range(60))  # over the parameter limit
+    response = client_as(bob).get(f"/devices/?{query}")
+    assert response.status_code == 400
+    assert "That request cannot be read" in response.content.decode()
