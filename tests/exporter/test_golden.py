@@ -16,7 +16,7 @@ import pytest
 
 from exporter.nvml import NvmlReader
 from tests.exporter.fake_nvml import FakeNvml
-from tests.exporter.http import get
+from tests.exporter.loopback import get
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from exporter.nvml import NvmlReader
 from tests.exporter.conftest import HOSTNAME, PROC_ROOT, FakeClock
 from tests.exporter.fake_nvml import NVML_ERROR_DRIVER_NOT_LOADED, FakeNvml, mixed_node
-from tests.exporter.http import get
+from tests.exporter.loopback import get
 
 
 def test_it_answers_200_when_nvml_is_initialised(
