@@ -36,9 +36,11 @@ from dra.cel.syntax import Call, Ident, Literal, Node, Operator, children
 __all__ = [
     "COST_LIMIT",
     "COST_LIMIT_MESSAGE",
+    "RANK",
     "CostLimitExceeded",
     "INTERNAL_FUNCTIONS",
     "Edit",
+    "charge",
     "cost_edits",
     "cost_exceeded",
     "reset_cost",
@@ -54,7 +56,9 @@ _ACCUMULATING = frozenset({"map", "filter"})
 _ITERATING = frozenset({"all", "exists", "exists_one", "existsOne"}) | _ACCUMULATING
 _GROWING = frozenset({"join", "format", "flatten"})
 _SETS = frozenset({"contains", "equivalent", "intersects"})
-_RANK = 1000  # above any tree depth (MAX_NESTING)
+# Zero-width inserts at one position: outer nodes first. A node at depth d ranks 2·d, so other
+# rewrites can slot in between a node and its children (2·d + 1).
+RANK = 1000  # above twice any tree depth (MAX_NESTING)
 
 
 class CostLimitExceeded(ValueError):
@@ -83,7 +87,8 @@ def cost_exceeded() -> bool:
     return _meter.exceeded
 
 
-def _charge(amount: int) -> None:
+def charge(amount: int) -> None:
+    """Charge ``amount`` to the evaluation running on this thread (library functions)."""
     _meter.spent += max(amount, 0)
     if _meter.spent > COST_LIMIT:
         _meter.exceeded = True
@@ -95,22 +100,22 @@ def _size(value: Any) -> int:
 
 
 def charge_range(count: int) -> int:
-    _charge(count)
+    charge(count)
     return count
 
 
 def charge_size(value: Any) -> bool:
-    _charge(_size(value))
+    charge(_size(value))
     return True
 
 
 def charge_iteration(size: int, accumulating: bool) -> bool:
-    _charge(size * size if accumulating else size)
+    charge(size * size if accumulating else size)
     return True
 
 
 def charge_pair(left: int, right: int) -> bool:
-    _charge(max(left, 1) * max(right, 1))
+    charge(max(left, 1) * max(right, 1))
     return True
 
 
@@ -119,7 +124,7 @@ def replace(text: str, old: str, new: str, limit: int = -1) -> str:
     count = len(text) + 1 if old == "" else text.count(old)
     if limit >= 0:
         count = min(count, limit)
-    _charge(len(text) + count * (len(new) - len(old)))
+    charge(len(text) + count * (len(new) - len(old)))
     return text.replace(old, new, limit)
 
 
@@ -144,8 +149,8 @@ class _Rewrite:
         return f"dra_cost_{self.names}"
 
     def wrap(self, node: Node, depth: int, prefix: str, suffix: str) -> None:
-        self.edits.append((node.start, node.start, prefix, depth - _RANK))
-        self.edits.append((node.end, node.end, suffix, _RANK - depth))
+        self.edits.append((node.start, node.start, prefix, 2 * depth - RANK))
+        self.edits.append((node.end, node.end, suffix, RANK - 2 * depth))
 
     def bind_check(self, node: Node, depth: int, check: Callable[[str], str]) -> None:
         """``cel.bind(v, node, check(v) ? v : v)``: the value and its type are kept."""
@@ -190,7 +195,7 @@ def _visit(rewrite: _Rewrite, node: Node, depth: int) -> None:
     elif namespace == "strings" and function == "quote" and len(args) == 1:
         rewrite.bind_check(node, depth, lambda name: f"dra_cost_size({name})")
     elif target is not None and namespace is None and function == "replace" and 2 <= len(args) <= 3:
-        rewrite.edits.append((target.start, target.start, "dra_cost_replace(", depth - _RANK))
+        rewrite.edits.append((target.start, target.start, "dra_cost_replace(", 2 * depth - RANK))
         rewrite.edits.append((target.end, args[0].start, ", ", 0))
     elif target is not None and function in _ITERATING and len(args) >= 2:
         accumulating = "true" if function in _ACCUMULATING else "false"

@@ -12,6 +12,7 @@ from typing import Any
 import re2  # type: ignore[import-untyped]  # RE2: Go's regexp semantics, linear time
 from cel_expr_python import cel
 
+from dra.cel import lists
 from dra.cel.costs import INTERNAL_FUNCTIONS
 from dra.cel.errors import CelRuntimeError
 from dra.quantity import Quantity, QuantityError, parse_quantity
@@ -374,6 +375,7 @@ def _environment(internal: bool) -> Any:
             ],
         ),
     ]
+    functions.extend(_list_functions(overload, internal))
     if internal:
         functions.extend(_internal_functions(overload))
     config = cel.NewEnvConfigFromYaml(
@@ -382,7 +384,7 @@ def _environment(internal: bool) -> Any:
         "  - name: sets\n"
         "  - name: lists\n"
         "  - name: bindings\n"
-        "  - name: optional\n    version: 2\n"
+        "  - name: optional\n    version: 2\n" + ("" if internal else _INDEX_DECLARATIONS)
     )
     variables = {
         "device_driver": types.STRING,
@@ -392,6 +394,116 @@ def _environment(internal: bool) -> Any:
         "device": types.Map(types.STRING, types.DYN),
     }
     return cel.NewEnv(config=config, variables=variables, functions=functions)
+
+
+_COMPARABLE = ("int", "uint", "double", "bool", "duration", "timestamp", "string", "bytes")
+_SUMMABLE = ("int", "uint", "double", "duration")
+
+
+def _index_declaration(alias: str) -> str:
+    """YAML for ``list<A>.alias(A)`` (a type parameter, which only the config can declare) and
+    the string overloads of the renamed ``indexOf``/``lastIndexOf`` (see :mod:`dra.cel.lists`)."""
+    param = "{type_name: A, is_type_param: true}"
+    return (
+        f"  - name: {alias}\n    overloads:\n"
+        f"      - id: list_a_{alias}_int\n        target: {{type_name: list, params: [{param}]}}\n"
+        f"        args: [{param}]\n        return: {{type_name: int}}\n"
+        f"      - id: string_{alias}_string\n        target: {{type_name: string}}\n"
+        "        args: [{type_name: string}]\n        return: {type_name: int}\n"
+        f"      - id: string_{alias}_string_int\n        target: {{type_name: string}}\n"
+        "        args: [{type_name: string}, {type_name: int}]\n        return: {type_name: int}\n"
+    )
+
+
+_INDEX_DECLARATIONS = "functions:\n" + "".join(map(_index_declaration, lists.RENAMED.values()))
+
+
+def _list_functions(overload: Callable[..., Any], internal: bool) -> list[Any]:
+    """Kubernetes' lists library. The checking environment declares upstream's overloads; the
+    evaluation environment adds what the rewrites of :mod:`dra.cel.lists` call, and implements
+    the renamed ``indexOf``/``lastIndexOf`` by runtime kind (the checker saw the typed ones)."""
+    types = cel.Type
+    kinds = {name: getattr(types, name.upper()) for name in _COMPARABLE}
+    dyn_list = types.List(types.DYN)
+
+    def typed(name: str, result: Callable[[Any], Any], names: tuple[str, ...]) -> Any:
+        # no implementation: the evaluated text calls the typed picks instead (dra.cel.lists)
+        return cel.FunctionDecl(
+            name,
+            [
+                overload(
+                    f"list_{kind}_{name}", result(kinds[kind]), [types.List(kinds[kind])], True
+                )
+                for kind in names
+            ],
+        )
+
+    sorted_overloads = [
+        overload(
+            f"list_{kind}_is_sorted_bool",
+            types.BOOL,
+            [types.List(kinds[kind])],
+            True,
+            lists.is_sorted if index == 0 else None,  # one implementation per runtime kind
+        )
+        for index, kind in enumerate(_COMPARABLE)
+    ]
+    functions = [
+        cel.FunctionDecl("isSorted", sorted_overloads),
+        typed("sum", lambda kind: kind, _SUMMABLE),
+        typed("min", lambda kind: kind, _COMPARABLE),
+        typed("max", lambda kind: kind, _COMPARABLE),
+    ]
+    if not internal:
+        return functions
+    string, integer = types.STRING, types.INT
+    item_kinds = [*kinds.values(), dyn_list, types.Map(types.DYN, types.DYN), types.NULL]
+    for name, alias in lists.RENAMED.items():
+        on_list = lists.index_of if name == "indexOf" else lists.last_index_of
+        on_string = lists.string_index_of if name == "indexOf" else lists.string_last_index_of
+        functions.append(
+            cel.FunctionDecl(
+                alias,
+                [
+                    # cel-cpp matches a dyn parameter to no runtime kind: one overload per kind.
+                    *(
+                        overload(f"list_{alias}_{index}", integer, [dyn_list, kind], True, on_list)
+                        for index, kind in enumerate(item_kinds)
+                    ),
+                    overload(f"string_{alias}", integer, [string, string], True, on_string),
+                    overload(
+                        f"string_{alias}_int", integer, [string, string, integer], True, on_string
+                    ),
+                ],
+            )
+        )
+    for name, implementation in (
+        ("dra_list_min", lists.minimum_index),
+        ("dra_list_max", lists.maximum_index),
+    ):
+        functions.append(
+            cel.FunctionDecl(name, [overload(name, integer, [dyn_list], False, implementation)])
+        )
+    for name, result, unsigned in (
+        ("dra_list_sum", types.DYN, False),
+        ("dra_list_sum_uint", types.UINT, True),
+        ("dra_list_sum_duration", types.DURATION, False),
+    ):
+        functions.append(
+            cel.FunctionDecl(
+                name,
+                [
+                    overload(
+                        name,
+                        result,
+                        [dyn_list],
+                        False,
+                        lambda values, unsigned=unsigned: lists.sum_values(values, unsigned),
+                    )
+                ],
+            )
+        )
+    return functions
 
 
 def _internal_functions(overload: Callable[..., Any]) -> list[Any]:

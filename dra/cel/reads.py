@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from dra.cel.costs import Edit, cost_edits
+from dra.cel.lists import RENAMED, list_edits
 from dra.cel.syntax import (
     Aggregate,
     Call,
@@ -33,7 +34,14 @@ from dra.cel.syntax import (
     parse,
 )
 
-__all__ = ["DEVICE_FIELDS", "SelectorReads", "ReadPath", "analyze", "UnknownDeviceField"]
+__all__ = [
+    "DEVICE_FIELDS",
+    "SelectorReads",
+    "ReadPath",
+    "analyze",
+    "UnknownDeviceField",
+    "UnknownFunction",
+]
 
 DEVICE_FIELDS = ("driver", "attributes", "capacity", "allowMultipleAllocations")
 
@@ -55,6 +63,18 @@ class UnknownDeviceField(ValueError):
         super().__init__(name)
         self.name = name
         self.position = position
+
+
+class UnknownFunction(ValueError):
+    """A call of a name the environment declares only for its own rewrites (a compile error)."""
+
+    def __init__(self, name: str, position: int) -> None:
+        super().__init__(name)
+        self.name = name
+        self.position = position
+
+
+_RESERVED = frozenset(RENAMED.values())
 
 
 @dataclass(slots=True)
@@ -253,6 +273,11 @@ class _Analyzer:
         return True
 
     def visit_call(self, node: Call, scope: dict[str, str]) -> None:
+        if node.function in _RESERVED:
+            raise UnknownFunction(node.function, self.walk.text.index(node.function, node.start))
+        if node.target is not None and node.function in RENAMED:
+            start = self.walk.text.index(node.function, node.target.end)
+            self.walk.rename(start, start + len(node.function), RENAMED[node.function])
         if node.target is None and node.function == "has" and len(node.args) == 1:
             argument = node.args[0]
             if isinstance(argument, Select) and not argument.optional:
@@ -338,5 +363,7 @@ def analyze(
     analyzer.visit(tree, {})
     walk = analyzer.walk
     checked = _apply(text, _ranked(walk.renames))
-    evaluated = _apply(text, _ranked(walk.renames + walk.edits) + cost_edits(text, tree))
+    evaluated = _apply(
+        text, _ranked(walk.renames + walk.edits) + cost_edits(text, tree) + list_edits(text, tree)
+    )
     return SelectorReads(checked, evaluated, frozenset(walk.paths), frozenset(walk.variables))

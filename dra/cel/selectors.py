@@ -20,7 +20,8 @@ from dra.cel.environment import (
     semver_literal,
 )
 from dra.cel.errors import CelCompileError, CelRuntimeError
-from dra.cel.reads import SelectorReads, UnknownDeviceField, analyze
+from dra.cel.lists import RENAMED
+from dra.cel.reads import SelectorReads, UnknownDeviceField, UnknownFunction, analyze
 from dra.cel.syntax import CelNestingError
 
 MAX_EXPRESSION_LENGTH = 10 * 1024
@@ -153,6 +154,8 @@ def _format_compile_failure(error: Exception) -> str:
         "device_capacity", "device.capacity"
     )
     text = text.replace("device_driver", "device.driver")
+    for name, alias in RENAMED.items():
+        text = text.replace(alias, name)
     text = text.replace("device_allowMultipleAllocations", "device.allowMultipleAllocations")
     text = text.replace("map(string, string)", "kubernetes.Quantity").replace(
         "map(int, string)", "kubernetes.Semver"
@@ -238,16 +241,19 @@ def compile_selector(expression: str) -> CompiledSelector:
         reads = analyze(expression, quantity_literal, semver_literal)
     except CelNestingError as error:
         return CompiledSelector(expression, None, None, _compile_error(expression, str(error)))
-    except UnknownDeviceField as error:
+    except (UnknownDeviceField, UnknownFunction) as error:
         line = expression.count("\n", 0, error.position) + 1
         column = error.position - (expression.rfind("\n", 0, error.position) + 1) + 1
+        problem = (
+            f"undefined field '{error.name}'"
+            if isinstance(error, UnknownDeviceField)
+            else f"undeclared reference to '{error.name}'"
+        )
         return CompiledSelector(
             expression,
             None,
             None,
-            _compile_error(
-                expression, f"ERROR: <input>:{line}:{column}: undefined field '{error.name}'"
-            ),
+            _compile_error(expression, f"ERROR: <input>:{line}:{column}: {problem}"),
         )
     try:
         checked = _compile_with_cross_numeric(reads.checked_text)
@@ -273,7 +279,10 @@ def compile_selector(expression: str) -> CompiledSelector:
             _compile_error(expression, "the selector uses syntax the cost analysis cannot read"),
         )
     program = checked
-    if reads.evaluated_text != reads.checked_text:
+    # The renamed indexOf/lastIndexOf are declared with types for checking and implemented in
+    # the evaluation environment only (dra.cel.lists).
+    renamed = any(alias in reads.checked_text for alias in RENAMED.values())
+    if reads.evaluated_text != reads.checked_text or renamed:
         try:
             program = _compile_with_cross_numeric(reads.evaluated_text, EVALUATION_ENVIRONMENT)
         except RuntimeError as error:
