@@ -6,7 +6,8 @@ It provides:
 * the Kubernetes environment: ``device.driver``, ``device.attributes``, ``device.capacity``,
   ``device.allowMultipleAllocations``; unknown attribute/capacity domains read as empty maps,
   a missing id inside a domain is a runtime error; strings (v2), sets, lists, optional types,
-  ``cel.bind``; ``quantity()``/``semver()`` and their methods; ``find``/``findAll``;
+  ``cel.bind``; ``quantity()``/``semver()`` and their methods; ``find``/``findAll``; Kubernetes'
+  lists library (:mod:`dra.cel.lists`);
 * Kubernetes' exact numeric semantics for quantities (``80Gi == 81920Mi``) and semver
   precedence (build metadata ignored) — both are carried as small maps holding a canonical key,
   so ``==`` compares values and no ordering operator applies to them (as in Kubernetes);
