@@ -24,7 +24,7 @@ from enum import StrEnum
 from fractions import Fraction
 
 from dra.allocator.pools import Pool, build_pool
-from dra.allocator.search import Candidate, request_capacity_fits
+from dra.allocator.search import Candidate, request_capacity_fits, untolerated_taints
 from dra.features import Features
 from dra.model import AllocatedDevice, CounterSet, Device, ExactRequest, ResourceSlice
 from dra.quantity import Quantity
@@ -149,11 +149,7 @@ def _device_availability(
     features: Features,
 ) -> Availability:
     key = (pool.driver, pool.name, device.name)
-    taints = [
-        taint
-        for taint in device.taints
-        if features.is_1_34 or taint.effect in ("NoSchedule", "NoExecute")
-    ]
+    taints = untolerated_taints(device, (), features)
     if features.device_taints and taints:
         return Availability(
             State.TAINTED,

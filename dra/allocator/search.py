@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -34,6 +34,8 @@ from dra.model import (
     Node,
     ResourceClaim,
     ResourceSlice,
+    Taint,
+    Toleration,
 )
 from dra.quantity import Quantity
 from dra.usage import AllocatedState, DeviceKey, available_counters, counter_shortfall
@@ -51,6 +53,7 @@ __all__ = [
     "ClaimAllocation",
     "NodeAllocation",
     "request_capacity_fits",
+    "untolerated_taints",
 ]
 
 RESULTS_LIMIT = 32
@@ -261,6 +264,19 @@ def request_capacity_fits(
             return None
         result[name] = amount
     return result
+
+
+def untolerated_taints(
+    device: Device, tolerations: Sequence[Toleration], features: Features
+) -> list[Taint]:
+    """The device's taints that keep a request with ``tolerations`` off it: every taint in
+    1.34, only NoSchedule and NoExecute from 1.35 on."""
+    return [
+        taint
+        for taint in device.taints
+        if (features.is_1_34 or taint.effect in ("NoSchedule", "NoExecute"))
+        and not any(toleration.tolerates(taint) for toleration in tolerations)
+    ]
 
 
 class NodeAllocation:
@@ -534,12 +550,7 @@ class NodeAllocation:
                 counters[name] -= amount.value
 
     def _taint_blocks(self, device: Device, request: ExactRequest) -> bool:
-        for taint in device.taints:
-            if not self.features.is_1_34 and taint.effect not in ("NoSchedule", "NoExecute"):
-                continue
-            if not any(toleration.tolerates(taint) for toleration in request.tolerations):
-                return True
-        return False
+        return bool(untolerated_taints(device, request.tolerations, self.features))
 
     def _allocate_device(
         self, claim_index: int, data: _RequestData, candidate: Candidate, must: bool
