@@ -33,7 +33,7 @@ def device_count_text(held: int, observed: int) -> str:
 
 
 class ResourceClaimTable(tables.Table):
-    """Claims annotated by ``claims.views.with_device_counts`` (``device_count``,
+    """Claims annotated by ``ResourceClaim.objects.with_device_counts()`` (``device_count``,
     ``observed_device_count``)."""
 
     namespace = tables.Column(attrs={"td": {"class": "text-nowrap"}})

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 
 from claims.access import get_claim_for_user
@@ -18,18 +17,6 @@ from dra.model import selector_expressions
 from portal.htmx import render_list, render_page, wants_fragment
 
 __all__ = ["resourceclaim_detail", "resourceclaim_list"]
-
-
-def with_device_counts(claims: QuerySet[ResourceClaim]) -> QuerySet[ResourceClaim]:
-    """Annotates ``device_count`` (results that hold their device) and
-    ``observed_device_count`` (admin-access results, which observe a device without holding
-    it), in the query of the list itself."""
-    return claims.annotate(
-        device_count=Count("allocated_devices", filter=Q(allocated_devices__admin_access=False)),
-        observed_device_count=Count(
-            "allocated_devices", filter=Q(allocated_devices__admin_access=True)
-        ),
-    )
 
 
 @login_required
@@ -50,7 +37,7 @@ def resourceclaim_list(request: HttpRequest) -> HttpResponse:
 
     return render_list(
         request,
-        filterset=ResourceClaimFilterSet(request.GET, queryset=with_device_counts(visible)),
+        filterset=ResourceClaimFilterSet(request.GET, queryset=visible.with_device_counts()),
         table_class=ResourceClaimTable,
         template="claims/resourceclaim_list.html",
         fragment="resourceclaim-table",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import models
+from django.db.models import Count, Q
 from django.urls import reverse
 
 from devices.models import Device
@@ -20,6 +21,19 @@ class ResourceClaimQuerySet(NamespacedQuerySet):
 
     def pending(self) -> ResourceClaimQuerySet:
         return self.filter(is_allocated=False)
+
+    def with_device_counts(self) -> ResourceClaimQuerySet:
+        """Annotates ``device_count`` (results that hold their device) and
+        ``observed_device_count`` (admin-access results, which observe a device without
+        holding it), in the list's own query."""
+        return self.annotate(
+            device_count=Count(
+                "allocated_devices", filter=Q(allocated_devices__admin_access=False)
+            ),
+            observed_device_count=Count(
+                "allocated_devices", filter=Q(allocated_devices__admin_access=True)
+            ),
+        )
 
 
 class ResourceClaim(MirroredObject):
