@@ -40,7 +40,8 @@ class ResourceClaimTable(tables.Table):
     name = tables.Column(linkify=True, attrs={"td": {"class": "fw-medium"}})
     state = tables.Column(empty_values=(), orderable=False)
     device_count = tables.Column(
-        verbose_name="Devices", attrs={"td": {"class": "text-end"}, "th": {"class": "text-end"}}
+        verbose_name="Devices",
+        attrs={"td": {"class": "text-end text-nowrap"}, "th": {"class": "text-end"}},
     )
     consumer_count = tables.Column(
         verbose_name="Consumers", attrs={"td": {"class": "text-end"}, "th": {"class": "text-end"}}
