@@ -15,6 +15,7 @@ from typing import Any
 
 from django.apps import apps as global_apps
 from django.apps.registry import Apps
+from django.utils import timezone
 
 from dra.allocator.availability import Availability, Holding, State, device_availability
 from dra.features import Features
@@ -29,6 +30,7 @@ __all__ = [
     "DeviceKey",
     "PoolKey",
     "all_pools",
+    "record_changes",
     "refresh_all_states",
     "refresh_pools",
     "remember_parsed",
@@ -61,6 +63,7 @@ def refresh_pools(pools: Iterable[PoolKey], *, apps: Apps = global_apps) -> int:
     migration run it on its historical models.
     """
     pools = sorted(set(pools))
+    record_changes(pools, apps=apps)
     changed = 0
     for start in range(0, len(pools), POOLS_PER_QUERY):
         changed += _refresh_chunk(set(pools[start : start + POOLS_PER_QUERY]), apps)
@@ -133,6 +136,24 @@ def _refresh_chunk(pools: set[PoolKey], apps: Apps) -> int:
     for (state, reason), pks in updates.items():
         device_model.objects.filter(pk__in=pks).update(state=state, state_reason=reason)
     return sum(len(pks) for pks in updates.values())
+
+
+def record_changes(
+    pools: Iterable[PoolKey] = (), scope: str = "pool", *, apps: Apps = global_apps
+) -> None:
+    """Appends to the inventory change log that warm indexes follow (``claims.index``): one
+    row per pool, or one row for ``scope`` ("deviceclasses", "nodes") when no pools are given."""
+    try:
+        change = apps.get_model("devices", "InventoryChange")
+    except LookupError:  # a data migration older than the log
+        return
+    now = timezone.now()
+    if scope != "pool":
+        change.objects.create(scope=scope, created_at=now)
+        return
+    change.objects.bulk_create(
+        [change(scope="pool", driver=d, pool_name=p, created_at=now) for d, p in sorted(set(pools))]
+    )
 
 
 def remember_parsed(uid: str, resource_version: str, parsed: ResourceSlice) -> None:

@@ -28,7 +28,7 @@ from devices.models import (
 from mirror.bulk import BATCH, BulkWriter
 from mirror.kinds import Kind
 from mirror.mapping import Mapped, map_object
-from mirror.states import DeviceKey, PoolKey, refresh_pools, remember_parsed
+from mirror.states import DeviceKey, PoolKey, record_changes, refresh_pools, remember_parsed
 from portal.models import TenantNamespace
 
 __all__ = [
@@ -196,6 +196,7 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
         else:
             touched |= _replace_claim_children(writer, keyed, stored, pks)
     _refresh(_pools(touched), pending)
+    _record_kind(kind)
     applied.written = len(keyed)
     return applied
 
@@ -205,6 +206,12 @@ def _refresh(pools: set[PoolKey], pending: set[PoolKey] | None) -> None:
         refresh_pools(pools)
     else:
         pending |= pools
+
+
+def _record_kind(kind: Kind) -> None:
+    """Device classes and nodes feed the allocation index too: log that they changed."""
+    if kind in (Kind.DEVICE_CLASSES, Kind.NODES):
+        record_changes(scope=kind.value)
 
 
 def _pools(keys: Iterable[DeviceKey]) -> set[PoolKey]:
@@ -456,6 +463,7 @@ def _delete(kind: Kind, uids: list[str], pending: set[PoolKey] | None = None) ->
             )
         )
     _refresh(pools | _pools(held), pending)
+    _record_kind(kind)
 
 
 def load(objects: Iterable[dict[str, Any]]) -> Applied:

@@ -4,7 +4,8 @@ Tasks are thin (STYLE §14): ids in, rows loaded, a service called. They use Cel
 class so ``task.delay_on_commit(...)`` enqueues only once the surrounding transaction commits.
 Queues are named for their work so operators can size workers per kind of work:
 ``default`` (lifecycle: apply, release, expiry), ``watchers`` (long-running cluster watches) and
-``telemetry`` (exporter scrapes and rollups).
+``telemetry`` (exporter scrapes and rollups) and ``allocations`` (reservations: exactly one
+consumer, so they are decided one at a time against one warm index).
 """
 
 from __future__ import annotations
@@ -18,14 +19,25 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
 app = Celery("portal", task_cls="celery.contrib.django.task:DjangoTask")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.task_queues = (Queue("default"), Queue("watchers"), Queue("telemetry"))
+app.conf.task_queues = (
+    Queue("default"),
+    Queue("watchers"),
+    Queue("telemetry"),
+    Queue("allocations"),
+)
 app.conf.task_routes = {
     "devices.tasks.watch_*": {"queue": "watchers"},
     "devices.tasks.telemetry_*": {"queue": "telemetry"},
+    # Reservations are decided one at a time: run exactly one consumer of this queue.
+    "claims.apply_request": {"queue": "allocations"},
+    "claims.verify_reservation": {"queue": "allocations"},
 }
 # The beat schedule lives in code.
 app.conf.beat_schedule = {
     # Restart watchers whose lock expired (their worker died) or that never started.
     "ensure-watchers": {"task": "devices.tasks.ensure_watchers", "schedule": 30.0},
+    "expire-claim-leases": {"task": "claims.expire_leases", "schedule": 60.0},
+    "sync-claim-requests": {"task": "claims.sync_requests", "schedule": 15.0},
+    "resume-claim-requests": {"task": "claims.resume_requests", "schedule": 30.0},
 }
 app.autodiscover_tasks()

@@ -1,6 +1,24 @@
-"""ResourceClaims and templates mirrored from the cluster (and, later, the portal's requests)."""
+"""ResourceClaims and templates mirrored from the cluster, and the portal's claim requests."""
 
+from claims.models.claim_requests import (
+    REQUEST_ID_LABEL,
+    RESERVATION_FINALIZER,
+    ClaimRequest,
+    ClaimRequestQuerySet,
+)
+from claims.models.class_policies import AllocationMode, ClassPolicy
 from claims.models.resource_claim_templates import ResourceClaimTemplate
 from claims.models.resource_claims import AllocatedDevice, ClaimConsumer, ResourceClaim
 
-__all__ = ["AllocatedDevice", "ClaimConsumer", "ResourceClaim", "ResourceClaimTemplate"]
+__all__ = [
+    "REQUEST_ID_LABEL",
+    "RESERVATION_FINALIZER",
+    "AllocatedDevice",
+    "AllocationMode",
+    "ClaimConsumer",
+    "ClaimRequest",
+    "ClaimRequestQuerySet",
+    "ClassPolicy",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+]

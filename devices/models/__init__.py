@@ -3,6 +3,7 @@
 from devices.models.class_matches import DeviceClassMatch
 from devices.models.device_classes import DeviceClass
 from devices.models.devices import Device, DeviceState
+from devices.models.inventory_changes import InventoryChange
 from devices.models.mirror import MirroredObject, NamespacedQuerySet
 from devices.models.namespaces import Namespace
 from devices.models.nodes import Node
@@ -14,6 +15,7 @@ __all__ = [
     "DeviceClass",
     "DeviceClassMatch",
     "DeviceState",
+    "InventoryChange",
     "MirroredObject",
     "Namespace",
     "NamespacedQuerySet",

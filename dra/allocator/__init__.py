@@ -11,19 +11,30 @@ Entry points for the portal:
 
 from dra.allocator.cluster import Cluster, NodeOutcome
 from dra.allocator.contract import build_cluster, outcome_json, run_case
-from dra.allocator.explain import RequestExplanation, explain_case, preview_selector
-from dra.allocator.search import DEFAULT_TIMEOUT_SECONDS, AllocationError
+from dra.allocator.explain import (
+    RequestExplanation,
+    explain_case,
+    explain_claims,
+    preview_selector,
+)
+from dra.allocator.pools import Inventory
+from dra.allocator.results import allocation_result
+from dra.allocator.search import DEFAULT_TIMEOUT_SECONDS, AllocatedState, AllocationError
 from dra.features import Features
 
 __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
     "AllocationError",
     "Cluster",
+    "AllocatedState",
     "Features",
+    "Inventory",
     "NodeOutcome",
     "RequestExplanation",
+    "allocation_result",
     "build_cluster",
     "explain_case",
+    "explain_claims",
     "outcome_json",
     "preview_selector",
     "run_case",

@@ -124,6 +124,55 @@ class Cluster:
                         if matches.free is not None:
                             matches.free.difference_update(taken)
 
+    def replace_usage(self, pools: Iterable[tuple[str, str]], state: AllocatedState) -> None:
+        """Make what is in use in ``pools`` what ``state`` says of them, leaving other pools be.
+
+        The incremental update of a long-lived index: a claim allocated, released or deleted
+        changes the usage of the pools its results name, and only those are recomputed.
+        """
+        pools = set(pools)
+        if not pools:
+            return
+        in_use = self.allocated.in_use
+        for key in [key for key in in_use if (key[0], key[1]) in pools]:
+            in_use.discard(key)
+        in_use.update(key for key in state.in_use if (key[0], key[1]) in pools)
+        consumed = self.allocated.consumed
+        for key in [key for key in consumed if (key[0], key[1]) in pools]:
+            del consumed[key]
+        consumed.update(
+            (key, dict(amounts))
+            for key, amounts in state.consumed.items()
+            if (key[0], key[1]) in pools
+        )
+        affected: set[int] = set()
+        for pool in pools:
+            for resource_slice in self.inventory.by_pool.get(pool, ()):
+                affected.update(device.uid for device in resource_slice.devices)
+        self._busy.difference_update(affected)
+        for key in in_use:
+            if (key[0], key[1]) in pools:
+                self._busy.update(self._uids_by_key.get(key, ()))
+        for matches in self._matches.values():
+            if matches.free is not None:
+                matches.free.difference_update(affected)
+                matches.free.update((matches.passing & affected) - self._busy)
+
+    def free_matching(self, device_class: DeviceClass | None, request: ExactRequest) -> set[int]:
+        """Devices (by uid) passing the class's and the request's selectors and not in use."""
+        matches = self._request_matches(device_class, request)
+        if matches.free is None:
+            matches.free = matches.passing - self._busy
+        return matches.free
+
+    def request_matches(
+        self, device_class: DeviceClass | None, request: ExactRequest
+    ) -> tuple[set[int], set[int]]:
+        """(devices passing the class's and the request's selectors, devices raising errors),
+        by uid; one CEL evaluation per distinct device shape, cached across calls."""
+        matches = self._request_matches(device_class, request)
+        return matches.passing, matches.errors
+
     # --- indexes -------------------------------------------------------------------------------
 
     def _pools_that_may_be_invalid(self) -> set[tuple[str, str]]:

@@ -21,7 +21,13 @@ from dra.allocator.search import Candidate, request_capacity_fits
 from dra.cel import CelCompileError, CelRuntimeError, compile_selector
 from dra.model import ExactRequest, InvalidObject, Node, ResourceClaim
 
-__all__ = ["RequestExplanation", "SelectorPreview", "explain_case", "preview_selector"]
+__all__ = [
+    "RequestExplanation",
+    "SelectorPreview",
+    "explain_case",
+    "explain_claims",
+    "preview_selector",
+]
 
 STAGES = ("visible", "class", "selectors", "free", "capacity", "tolerated", "constraints")
 
@@ -136,7 +142,13 @@ def explain_case(case: Mapping[str, Any]) -> list[RequestExplanation]:
         cluster, claims = build_cluster(case)
     except (InvalidObject, ValueError) as error:
         return [RequestExplanation("", "", None, errors=[str(error)])]
-    node_name = case.get("node")
+    return explain_claims(cluster, claims, case.get("node"))
+
+
+def explain_claims(
+    cluster: Cluster, claims: list[ResourceClaim], node_name: str | None = None
+) -> list[RequestExplanation]:
+    """:func:`explain_case` on a long-lived cluster (the portal's warm index)."""
     nodes = [node for node in cluster.nodes if node_name is None or node.name == node_name]
     explanations = []
     for claim in claims:

@@ -32,6 +32,10 @@ class AuditEvent(models.Model):
         DELETED = "deleted", "Deleted"
         TOKEN_CREATED = "token_created", "API token created"
         TOKEN_REVOKED = "token_revoked", "API token revoked"
+        CLAIM_REQUESTED = "claim_requested", "Claim requested"
+        CLAIM_STATE = "claim_state", "Claim request changed state"
+        CLAIM_RENEWED = "claim_renewed", "Claim lease renewed"
+        CLAIM_CONFLICT = "claim_conflict", "Reservation conflict resolved"
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(

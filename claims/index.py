@@ -1,0 +1,427 @@
+"""The warm allocation index: the portal's equivalent of the scheduler's cache.
+
+One :class:`AllocationIndex` per process holds the mirrored inventory parsed once into the DRA
+core's :class:`dra.allocator.Cluster` (CEL results cached per device shape, devices indexed by
+node and by the requests they match). It follows the mirror through the inventory change log
+(``devices.InventoryChange``): a change to a pool's allocations updates that pool's usage in
+place; a change to slices rebuilds; device classes and nodes are reloaded. It is never rebuilt
+per request.
+
+Reservations the portal has written but the mirror does not show yet are **assumed**: their
+devices count as in use, here and in every other process (they are read from the requests'
+rows), until the mirror confirms them, so two requests can never receive the same device.
+
+Where it runs (docs/claims.md): reservation-mode allocation runs in the ``allocations`` Celery
+queue, which has one consumer, so reservations are decided one at a time against one index;
+previews and "would it fit" use the web process's own index, which is advice only. In the
+embedded mode everything runs in one process and a lock serialises the index.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from django.db.models import Max, Min
+
+from claims.models import AllocatedDevice, AllocationMode, ClaimRequest, ResourceClaim
+from devices.models import DeviceClass, InventoryChange, Node, ResourceSlice
+from dra.allocator import (
+    DEFAULT_TIMEOUT_SECONDS,
+    AllocatedState,
+    Cluster,
+    Inventory,
+    RequestExplanation,
+    allocation_result,
+    explain_claims,
+)
+from dra.features import Features
+from dra.model import (
+    ExactRequest,
+    InvalidObject,
+    parse_claim,
+    parse_device_class,
+    parse_node,
+    parse_slice,
+)
+from dra.model import (
+    ResourceClaim as ClaimModel,
+)
+from dra.model import ResourceSlice as SliceModel
+from dra.quantity import QuantityError, parse_quantity
+
+__all__ = ["AllocationIndex", "Placement", "index", "reset_index"]
+
+PoolKey = tuple[str, str]
+DeviceKey = tuple[str, str, str]
+# The features of a current cluster (Kubernetes 1.36), as the mirror's device states use.
+FEATURES = Features(
+    admin_access=True,
+    prioritized_list=True,
+    partitionable_devices=True,
+    consumable_capacity=True,
+    device_taints=True,
+)
+NODE_RELOAD_SECONDS = 5.0
+
+
+@dataclass(slots=True)
+class Placement:
+    """The outcome of one allocation: ``allocation`` (status.allocation JSON) and its node, or
+    ``explanations`` (why not), or ``error``."""
+
+    allocation: dict[str, Any] | None = None
+    node: str | None = None
+    error: str | None = None
+    explanations: list[RequestExplanation] = field(default_factory=list)
+
+    @property
+    def keys(self) -> set[DeviceKey]:
+        results = ((self.allocation or {}).get("devices") or {}).get("results") or []
+        return {
+            (r["driver"], r["pool"], r["device"])
+            for r in results
+            if not r.get("adminAccess") and not r.get("shareID")
+        }
+
+
+def _consumed(raw: Any) -> dict[str, Fraction]:
+    amounts: dict[str, Fraction] = {}
+    if isinstance(raw, dict):
+        for name, value in raw.items():
+            try:
+                amounts[str(name)] = parse_quantity(str(value)).value
+            except QuantityError:
+                continue
+    return amounts
+
+
+class AllocationIndex:
+    """See the module docstring. Use :func:`index` for the process's instance."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.cluster: Cluster | None = None
+        self.cursor = 0
+        self.built_at = 0.0
+        self.builds = 0
+        self.updates = 0
+        self.published: set[str] = set()
+        self._slice_versions: dict[PoolKey, set[tuple[str, str]]] = {}
+        self._mirrored: dict[
+            PoolKey, tuple[set[DeviceKey], dict[DeviceKey, dict[str, Fraction]]]
+        ] = {}
+        self._assumed: dict[str, set[DeviceKey]] = {}
+        self._nodes_stale_since: float | None = None
+        self._nodes_loaded_at = 0.0
+
+    # --- building and following the mirror ---------------------------------------------------
+
+    def _latest_change(self) -> int:
+        return InventoryChange.objects.aggregate(latest=Max("id"))["latest"] or 0
+
+    def rebuild(self) -> None:
+        with self.lock:
+            cursor = self._latest_change()
+            classes = {}
+            for name, raw in DeviceClass.objects.values_list("name", "raw"):
+                try:
+                    device_class = parse_device_class(raw, f"deviceclass {name}")
+                except InvalidObject:
+                    continue
+                classes[device_class.name] = device_class
+            slices: list[SliceModel] = []
+            versions: dict[PoolKey, set[tuple[str, str]]] = defaultdict(set)
+            for name, uid, version, driver, pool, raw in ResourceSlice.objects.values_list(
+                "name", "uid", "resource_version", "driver", "pool_name", "raw"
+            ):
+                versions[(driver, pool)].add((uid, version))
+                try:
+                    slices.append(parse_slice(raw, name))
+                except InvalidObject:
+                    continue
+            nodes = self._load_nodes()
+            self._mirrored = self._load_usage(None)
+            state = AllocatedState()
+            for keys, consumed in self._mirrored.values():
+                state.in_use |= keys
+                for key, amounts in consumed.items():
+                    state.consumed[key] = dict(amounts)
+            self.cluster = Cluster(FEATURES, classes, Inventory(slices), nodes, state)
+            self._slice_versions = dict(versions)
+            self.published = {
+                name if "/" in name else f"{resource_slice.driver}/{name}"
+                for resource_slice in slices
+                for device in resource_slice.devices
+                for name in device.attributes
+            }
+            self.cursor = cursor
+            self.built_at = time.monotonic()
+            self._nodes_loaded_at = self.built_at
+            self.builds += 1
+            self._assumed = {}
+            self._refresh_assumed()
+
+    def _load_nodes(self) -> list[Any]:
+        nodes = []
+        for name, raw in Node.objects.values_list("name", "raw"):
+            try:
+                nodes.append(parse_node(raw, f"node {name}"))
+            except InvalidObject:
+                continue
+        return nodes
+
+    def _load_usage(
+        self, pools: set[PoolKey] | None
+    ) -> dict[PoolKey, tuple[set[DeviceKey], dict[DeviceKey, dict[str, Fraction]]]]:
+        rows = AllocatedDevice.objects.filter(admin_access=False)
+        if pools is not None:
+            rows = rows.filter(driver__in={d for d, _ in pools}, pool__in={p for _, p in pools})
+        usage: dict[PoolKey, tuple[set[DeviceKey], dict[DeviceKey, dict[str, Fraction]]]] = {
+            pool: (set(), {}) for pool in pools or ()
+        }
+        for driver, pool, device, share_id, consumed in rows.values_list(
+            "driver", "pool", "device_name", "share_id", "consumed_capacity"
+        ):
+            if pools is not None and (driver, pool) not in pools:
+                continue
+            keys, shares = usage.setdefault((driver, pool), (set(), {}))
+            key = (driver, pool, device)
+            if share_id:
+                totals = shares.setdefault(key, {})
+                for name, amount in _consumed(consumed).items():
+                    totals[name] = totals.get(name, Fraction(0)) + amount
+            else:
+                keys.add(key)
+        return usage
+
+    def catch_up(self) -> None:
+        """Apply the mirror's changes since the last call (cheap when there are none)."""
+        with self.lock:
+            if self.cluster is None:
+                self.rebuild()
+                return
+            changes = list(
+                InventoryChange.objects.after(self.cursor).values_list(
+                    "id", "scope", "driver", "pool_name"
+                )[:20_000]
+            )
+            if changes and self.cursor:
+                oldest = InventoryChange.objects.aggregate(oldest=Min("id"))["oldest"] or 0
+                if oldest > self.cursor + 1:  # pruned past us: we may have missed changes
+                    self.rebuild()
+                    return
+            pools: set[PoolKey] = set()
+            reload_classes = False
+            for _, scope, driver, pool in changes:
+                if scope == InventoryChange.Scope.POOL:
+                    pools.add((driver, pool))
+                elif scope == InventoryChange.Scope.DEVICE_CLASSES:
+                    reload_classes = True
+                elif scope == InventoryChange.Scope.NODES and self._nodes_stale_since is None:
+                    self._nodes_stale_since = time.monotonic()
+            if changes:
+                self.cursor = changes[-1][0]
+            if reload_classes or (pools and self._slices_changed(pools)):
+                self.rebuild()
+                return
+            if pools:
+                self._update_pools(pools)
+            if (
+                self._nodes_stale_since is not None
+                and time.monotonic() - self._nodes_loaded_at >= NODE_RELOAD_SECONDS
+            ):
+                self.cluster.nodes = sorted(self._load_nodes(), key=lambda node: node.name)
+                self.cluster._visible.clear()
+                self.cluster._suspicious_nodes.clear()
+                self._nodes_stale_since = None
+                self._nodes_loaded_at = time.monotonic()
+            self._refresh_assumed()
+
+    def _slices_changed(self, pools: set[PoolKey]) -> bool:
+        found: dict[PoolKey, set[tuple[str, str]]] = defaultdict(set)
+        for driver, pool, uid, version in ResourceSlice.objects.filter(
+            driver__in={d for d, _ in pools}, pool_name__in={p for _, p in pools}
+        ).values_list("driver", "pool_name", "uid", "resource_version"):
+            if (driver, pool) in pools:
+                found[(driver, pool)].add((uid, version))
+        return any(
+            found.get(pool, set()) != self._slice_versions.get(pool, set()) for pool in pools
+        )
+
+    def _update_pools(self, pools: set[PoolKey]) -> None:
+        self._mirrored.update(self._load_usage(pools))
+        self._apply(pools)
+        self.updates += len(pools)
+
+    def _apply(self, pools: set[PoolKey]) -> None:
+        """Push mirrored ∪ assumed usage of ``pools`` into the cluster."""
+        assert self.cluster is not None
+        state = AllocatedState()
+        for pool in pools:
+            keys, consumed = self._mirrored.get(pool, (set(), {}))
+            state.in_use |= keys
+            state.consumed.update(consumed)
+        for keys in self._assumed.values():
+            state.in_use |= {key for key in keys if (key[0], key[1]) in pools}
+        self.cluster.replace_usage(pools, state)
+
+    def _refresh_assumed(self) -> None:
+        """Reservations written (or being written) by the portal and not yet mirrored."""
+        rows = ClaimRequest.objects.filter(
+            mode=AllocationMode.RESERVATION,
+            state__in=[
+                ClaimRequest.State.ALLOCATING,
+                ClaimRequest.State.APPLIED,
+                ClaimRequest.State.IN_USE,
+            ],
+            allocation__isnull=False,
+        ).values_list("pk", "namespace", "name", "allocation")
+        rows = list(rows)
+        mirrored = set(
+            ResourceClaim.objects.filter(
+                is_allocated=True, name__in={name for _, _, name, _ in rows}
+            ).values_list("namespace", "name")
+        )
+        assumed = {
+            str(pk): Placement(allocation=allocation).keys
+            for pk, namespace, name, allocation in rows
+            if (namespace, name) not in mirrored
+        }
+        # Keep what this process assumed but has not committed yet (see assume()).
+        for request_id, keys in self._assumed.items():
+            if request_id.startswith("local:"):
+                assumed[request_id] = keys
+        if assumed != self._assumed:
+            pools = {
+                (key[0], key[1])
+                for keys in (*assumed.values(), *self._assumed.values())
+                for key in keys
+            }
+            self._assumed = assumed
+            self._apply(pools)
+
+    # --- using it ----------------------------------------------------------------------------
+
+    def assume(self, request_id: str, placement: Placement) -> None:
+        """Count the placement's devices as in use at once, before its row is committed."""
+        with self.lock:
+            self._assumed[f"local:{request_id}"] = placement.keys
+            self._apply({(key[0], key[1]) for key in placement.keys})
+
+    def forget(self, request_id: str) -> None:
+        with self.lock:
+            keys = self._assumed.pop(f"local:{request_id}", set())
+            if keys:
+                self._apply({(key[0], key[1]) for key in keys})
+
+    def parse(self, namespace: str, name: str, spec: dict[str, Any]) -> ClaimModel:
+        return parse_claim(
+            {"metadata": {"name": name, "namespace": namespace, "uid": name}, "spec": spec},
+            f"claim {namespace}/{name}",
+        )
+
+    def place(
+        self,
+        claim: ClaimModel,
+        *,
+        explain: bool = True,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    ) -> Placement:
+        """Where the claim would be allocated now (nothing is recorded)."""
+        with self.lock:
+            self.catch_up()
+            assert self.cluster is not None
+            outcome = self.cluster.allocate([claim], None, timeout)
+            if outcome.allocations and outcome.node is not None:
+                allocation = allocation_result(outcome.allocations[0], outcome.node.name, FEATURES)
+                return Placement(allocation=allocation, node=outcome.node.name)
+            placement = Placement(error=outcome.error)
+            if explain:
+                placement.explanations = explain_claims(self.cluster, [claim])
+            return placement
+
+    def matching(
+        self, device_class: str, request: ExactRequest
+    ) -> tuple[list[tuple[Any, Any]], set[int], set[int]]:
+        """(devices matching, by (slice, device); uids of those free; uids raising errors)."""
+        with self.lock:
+            self.catch_up()
+            assert self.cluster is not None
+            cls = self.cluster.classes.get(device_class)
+            passing, errors = self.cluster.request_matches(cls, request)
+            free = self.cluster.free_matching(cls, request)
+            devices = self.cluster.inventory.devices
+            return [devices[uid] for uid in sorted(passing)], set(free), set(errors)
+
+    def class_published(self, device_class: str) -> set[str]:
+        """Qualified attribute names the devices of a class publish."""
+        with self.lock:
+            self.catch_up()
+            assert self.cluster is not None
+            cls = self.cluster.classes.get(device_class)
+            if cls is None:
+                return set()
+            request = (
+                self.parse(
+                    "index",
+                    "class",
+                    {
+                        "devices": {
+                            "requests": [
+                                {"name": "r", "exactly": {"deviceClassName": device_class}}
+                            ]
+                        }
+                    },
+                )
+                .requests[0]
+                .exactly
+            )
+            assert request is not None
+            passing, _ = self.cluster.request_matches(cls, request)
+            devices = self.cluster.inventory.devices
+            return {
+                name if "/" in name else f"{devices[uid][0].driver}/{name}"
+                for uid in passing
+                for name in devices[uid][1].attributes
+            }
+
+    def class_names(self) -> list[str]:
+        with self.lock:
+            self.catch_up()
+            assert self.cluster is not None
+            return sorted(self.cluster.classes)
+
+    def max_memory(self, matched: Iterable[tuple[Any, Any]]) -> int:
+        """The largest ``memory`` capacity among devices (bytes; 0 when none publishes one)."""
+        largest = Fraction(0)
+        for _, device in matched:
+            capacity = device.capacity.get("memory")
+            if capacity is not None and capacity.value.value > largest:
+                largest = capacity.value.value
+        return int(largest)
+
+
+_INDEX: AllocationIndex | None = None
+_INDEX_LOCK = threading.Lock()
+
+
+def index() -> AllocationIndex:
+    """This process's index (built on first use)."""
+    global _INDEX
+    with _INDEX_LOCK:
+        if _INDEX is None:
+            _INDEX = AllocationIndex()
+        return _INDEX
+
+
+def reset_index() -> None:
+    """Drop the process's index (tests, after loading a different cluster)."""
+    global _INDEX
+    with _INDEX_LOCK:
+        _INDEX = None

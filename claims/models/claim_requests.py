@@ -1,0 +1,151 @@
+"""A tenant's self-service request for devices, and its lifecycle.
+
+submitted → allocating → applied → in use → released / expired / failed. The request's id is
+written on the ResourceClaim as the label ``dra-portal.io/request-id``, so applying is
+idempotent (a retry finds the claim it made) and the mirror can tell the portal's claims apart.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+from django.utils import timezone
+
+from claims.models.class_policies import AllocationMode
+from portal.models import Tenant
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+__all__ = ["ClaimRequest", "ClaimRequestQuerySet", "REQUEST_ID_LABEL", "RESERVATION_FINALIZER"]
+
+REQUEST_ID_LABEL = "dra-portal.io/request-id"
+RESERVATION_FINALIZER = "dra-portal.io/reservation"
+
+
+class ClaimRequestQuerySet(models.QuerySet["ClaimRequest"]):
+    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> ClaimRequestQuerySet:
+        """Portal admins see every request; others the requests of their tenants."""
+        if not user.is_authenticated:
+            return self.none()
+        if user.is_staff:
+            return self.all()
+        return self.filter(tenant__memberships__user=user)
+
+    def active(self) -> ClaimRequestQuerySet:
+        return self.filter(state__in=ClaimRequest.ACTIVE_STATES)
+
+    def in_flight(self) -> ClaimRequestQuerySet:
+        """Accepted but not yet applied: the quota holds them until the mirror shows the claim."""
+        return self.filter(state__in=[ClaimRequest.State.SUBMITTED, ClaimRequest.State.ALLOCATING])
+
+
+class ClaimRequest(models.Model):
+    class State(models.TextChoices):
+        SUBMITTED = "submitted", "Submitted"
+        ALLOCATING = "allocating", "Allocating"
+        APPLIED = "applied", "Applied"
+        IN_USE = "in_use", "In use"
+        RELEASING = "releasing", "Releasing"
+        RELEASED = "released", "Released"
+        EXPIRED = "expired", "Expired"
+        FAILED = "failed", "Failed"
+
+    class Sharing(models.TextChoices):
+        CLAIM = "claim", "One claim, shared by the pods that reference it"
+        TEMPLATE = "template", "A template: one claim per pod"
+
+    ACTIVE_STATES = (
+        State.SUBMITTED,
+        State.ALLOCATING,
+        State.APPLIED,
+        State.IN_USE,
+        State.RELEASING,
+    )
+    ENDED_STATES = (State.RELEASED, State.EXPIRED, State.FAILED)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="claim_requests")
+    namespace = models.CharField(max_length=63)
+    name = models.CharField(max_length=253)
+    device_class_name = models.CharField("device class", max_length=253)
+    mode = models.CharField(max_length=20, choices=AllocationMode.choices)
+    sharing = models.CharField(max_length=20, choices=Sharing.choices, default=Sharing.CLAIM)
+    # The form's input as submitted (for the page, renew and retries) and the ResourceClaim
+    # spec built from it.
+    form = models.JSONField(default=dict)
+    spec = models.JSONField()
+    admin_access = models.BooleanField(default=False)
+    # What the quota holds for the request while the mirror does not show its claim yet:
+    # devices (count, or the matching devices for All), device memory (bytes), claims.
+    held_devices = models.PositiveIntegerField(default=0)
+    held_memory_bytes = models.PositiveBigIntegerField(default=0)
+    lease = models.DurationField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    state = models.CharField(max_length=20, choices=State.choices, default=State.SUBMITTED)
+    reason = models.TextField(blank=True)
+    # Reservation mode: the status.allocation the portal wrote (assumed until mirrored).
+    allocation = models.JSONField(null=True, blank=True)
+    node_name = models.CharField(max_length=253, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    conflicts = models.PositiveIntegerField(default=0)
+    # Set when the release comes from the lease ending: the request ends as expired.
+    lease_ended = models.BooleanField(default=False)
+    idempotency_key = models.CharField(max_length=200, blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="claim_requests",
+    )
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    applied_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ClaimRequestQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # One live request per claim name: a name frees up when its request ends.
+            models.UniqueConstraint(
+                fields=["namespace", "name"],
+                condition=models.Q(
+                    state__in=["submitted", "allocating", "applied", "in_use", "releasing"]
+                ),
+                name="one_active_request_per_claim_name",
+            ),
+            models.UniqueConstraint(
+                fields=["requested_by", "idempotency_key"],
+                condition=~models.Q(idempotency_key=""),
+                name="one_request_per_idempotency_key",
+            ),
+        ]
+        indexes = [models.Index(fields=["tenant", "state"])]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("claimrequest-detail", kwargs={"pk": self.pk})
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in self.ACTIVE_STATES
+
+    @property
+    def is_template(self) -> bool:
+        return self.sharing == self.Sharing.TEMPLATE
+
+    @property
+    def count_label(self) -> str:
+        count = self.form.get("count")
+        return "All" if count in (None, "All") else str(count)
+
+    def labels(self) -> dict[str, Any]:
+        return {REQUEST_ID_LABEL: str(self.pk)}

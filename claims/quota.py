@@ -1,0 +1,243 @@
+"""What a tenant holds of each device class, against its quota (DESIGN §6).
+
+Usage counts every claim in the tenant's namespaces, portal-made or not, from the mirror:
+allocated claims by their results (devices, and the ``memory`` capacity of the devices they
+hold), unallocated ones by what they ask (count × the largest memory among the devices their
+class and selectors match). Admin-access results never count. Requests the portal accepted but
+whose claim the mirror does not show yet count by what they hold (``held_*``), so a request in
+flight is never forgotten and never counted twice.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from claims.index import index
+from claims.models import ClaimRequest, ResourceClaim
+from dra.model import InvalidObject
+from portal.models import Quota, Tenant
+
+__all__ = ["ClassUsage", "QuotaCheck", "check_quota", "tenant_usage"]
+
+
+@dataclass(slots=True)
+class ClassUsage:
+    """Held now (mirror) and in flight (accepted requests not mirrored yet), per measure."""
+
+    devices: int = 0
+    memory_bytes: int = 0
+    claims: int = 0
+    in_flight_devices: int = 0
+    in_flight_memory_bytes: int = 0
+    in_flight_claims: int = 0
+
+    @property
+    def total_devices(self) -> int:
+        return self.devices + self.in_flight_devices
+
+    @property
+    def total_memory_bytes(self) -> int:
+        return self.memory_bytes + self.in_flight_memory_bytes
+
+    @property
+    def total_claims(self) -> int:
+        return self.claims + self.in_flight_claims
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "devices": self.devices,
+            "memory_bytes": self.memory_bytes,
+            "claims": self.claims,
+            "in_flight_devices": self.in_flight_devices,
+            "in_flight_memory_bytes": self.in_flight_memory_bytes,
+            "in_flight_claims": self.in_flight_claims,
+        }
+
+
+def _request_classes(spec: dict[str, Any]) -> dict[str, list[tuple[str, Any, list[str]]]]:
+    """Per request (and subrequest) name: (class, count or "All", selectors)."""
+    out: dict[str, list[tuple[str, Any, list[str]]]] = {}
+    for request in (spec.get("devices") or {}).get("requests") or []:
+        if not isinstance(request, dict):
+            continue
+        options = (
+            [(request.get("name"), request["exactly"])]
+            if isinstance(request.get("exactly"), dict)
+            else [
+                (f"{request.get('name')}/{sub.get('name')}", sub)
+                for sub in request.get("firstAvailable") or []
+                if isinstance(sub, dict)
+            ]
+        )
+        for name, body in options:
+            selectors = [
+                str((selector.get("cel") or {}).get("expression", ""))
+                for selector in body.get("selectors") or []
+                if isinstance(selector, dict)
+            ]
+            count = "All" if body.get("allocationMode") == "All" else int(body.get("count") or 1)
+            if body.get("adminAccess"):
+                count = 0
+            out[str(name)] = [(str(body.get("deviceClassName", "")), count, selectors)]
+    return out
+
+
+class _Estimates:
+    """Devices and memory an unallocated request stands for, one index lookup per shape."""
+
+    def __init__(self) -> None:
+        self.cache: dict[tuple[str, tuple[str, ...]], tuple[int, int]] = {}
+
+    def matching(self, device_class: str, selectors: list[str]) -> tuple[int, int]:
+        key = (device_class, tuple(selectors))
+        if key not in self.cache:
+            try:
+                claim = index().parse(
+                    "quota",
+                    "estimate",
+                    {
+                        "devices": {
+                            "requests": [
+                                {
+                                    "name": "r",
+                                    "exactly": {
+                                        "deviceClassName": device_class,
+                                        "selectors": [
+                                            {"cel": {"expression": e}} for e in selectors
+                                        ],
+                                    },
+                                }
+                            ]
+                        }
+                    },
+                )
+                request = claim.requests[0].exactly
+                assert request is not None
+                matched, _, _ = index().matching(device_class, request)
+                self.cache[key] = (len(matched), index().max_memory(matched))
+            except (InvalidObject, AssertionError):
+                self.cache[key] = (0, 0)
+        return self.cache[key]
+
+
+def tenant_usage(tenant: Tenant) -> dict[str, ClassUsage]:
+    """Usage per device class name."""
+    usage: dict[str, ClassUsage] = defaultdict(ClassUsage)
+    estimates = _Estimates()
+    mirrored: set[tuple[str, str]] = set()
+    claims = ResourceClaim.objects.filter(tenant=tenant).prefetch_related(
+        "allocated_devices__device"
+    )
+    for claim in claims:
+        mirrored.add((claim.namespace, claim.name))
+        options = _request_classes(claim.spec)
+        classes_used: set[str] = set()
+        if claim.is_allocated:
+            for result in claim.allocated_devices.all():
+                if result.admin_access:
+                    continue
+                option = options.get(result.request)
+                device_class = option[0][0] if option else ""
+                classes_used.add(device_class)
+                usage[device_class].devices += 1
+                if result.device is not None and result.device.memory_bytes:
+                    usage[device_class].memory_bytes += result.device.memory_bytes
+        else:
+            seen_requests: set[str] = set()
+            for name, ((device_class, count, selectors),) in options.items():
+                top = name.split("/")[0]
+                if top in seen_requests or count == 0:
+                    continue  # firstAvailable: the first alternative stands for the request
+                seen_requests.add(top)
+                matched, memory = estimates.matching(device_class, selectors)
+                devices = matched if count == "All" else int(count)
+                classes_used.add(device_class)
+                usage[device_class].devices += devices
+                usage[device_class].memory_bytes += devices * memory
+        for device_class in classes_used:
+            usage[device_class].claims += 1
+    for request in ClaimRequest.objects.filter(tenant=tenant).active():
+        if (
+            (request.namespace, request.name) in mirrored
+            or request.is_template
+            and (request.state not in (ClaimRequest.State.SUBMITTED, ClaimRequest.State.ALLOCATING))
+        ):
+            continue
+        entry = usage[request.device_class_name]
+        entry.in_flight_devices += request.held_devices
+        entry.in_flight_memory_bytes += request.held_memory_bytes
+        entry.in_flight_claims += 1
+    return dict(usage)
+
+
+@dataclass(slots=True)
+class QuotaCheck:
+    """The verdict for asking ``asked_*`` more of a class: ``problems`` empty when it fits."""
+
+    quota: Quota | None
+    usage: ClassUsage
+    asked_devices: int
+    asked_memory_bytes: int
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def fits(self) -> bool:
+        return not self.problems
+
+    def room(self) -> dict[str, int | None]:
+        """What would still fit (None: unlimited)."""
+        quota = self.quota
+        if quota is None:
+            return {"devices": 0, "memory_bytes": 0, "claims": 0}
+
+        def left(limit: int | None, used: int) -> int | None:
+            return None if limit is None else max(0, limit - used)
+
+        return {
+            "devices": left(quota.max_devices, self.usage.total_devices),
+            "memory_bytes": left(quota.max_device_memory, self.usage.total_memory_bytes),
+            "claims": left(quota.max_claims, self.usage.total_claims),
+        }
+
+
+def _gib(value: int) -> str:
+    return f"{value / 2**30:.1f} GiB".replace(".0 GiB", " GiB")
+
+
+def check_quota(
+    tenant: Tenant, device_class_name: str, *, devices: int, memory_bytes: int
+) -> QuotaCheck:
+    """Would one more claim of ``devices`` devices and ``memory_bytes`` fit? Call it inside the
+    transaction that holds the tenant's row lock (``claims.services``)."""
+    quota = Quota.objects.filter(tenant=tenant, device_class_name=device_class_name).first()
+    usage = tenant_usage(tenant).get(device_class_name, ClassUsage())
+    check = QuotaCheck(quota, usage, devices, memory_bytes)
+    if quota is None:
+        check.problems.append(
+            f"{tenant.name} has no quota for device class {device_class_name}; "
+            "ask a portal admin for one."
+        )
+        return check
+    if quota.max_devices is not None and usage.total_devices + devices > quota.max_devices:
+        check.problems.append(
+            f"Devices: {usage.total_devices} of {quota.max_devices} in use or requested; "
+            f"{devices} more would exceed the quota "
+            f"({max(0, quota.max_devices - usage.total_devices)} would still fit)."
+        )
+    if (
+        quota.max_device_memory is not None
+        and usage.total_memory_bytes + memory_bytes > quota.max_device_memory
+    ):
+        check.problems.append(
+            f"Device memory: {_gib(usage.total_memory_bytes)} of "
+            f"{_gib(quota.max_device_memory)} in use or requested; {_gib(memory_bytes)} more "
+            f"would exceed the quota "
+            f"({_gib(max(0, quota.max_device_memory - usage.total_memory_bytes))} would still fit)."
+        )
+    if quota.max_claims is not None and usage.total_claims + 1 > quota.max_claims:
+        check.problems.append(
+            f"Claims: {usage.total_claims} of {quota.max_claims} held; no more claims fit."
+        )
+    return check

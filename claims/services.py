@@ -1,0 +1,377 @@
+"""The write paths of self-service claims (STYLE §4): every entry point — form, API, admin,
+management command, Celery task — calls these and nothing else changes a request.
+
+* :func:`submit_request`: check the input, the namespace, the class, the lease and — under the
+  tenant's row lock — the quota; record the request; enqueue applying it once committed.
+* :func:`release_request`, :func:`renew_request`, :func:`expire_leases`.
+* :func:`transition`: the one conditional state change (``UPDATE … WHERE state IN …``), audited.
+
+Talking to the cluster is the mirror app's job (``mirror.requests``); its tasks are enqueued by
+name, so this module imports nothing above ``claims``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any
+
+from celery import current_app
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from claims.index import index
+from claims.models import AllocationMode, ClaimRequest, ClassPolicy, ResourceClaim
+from claims.quota import QuotaCheck, check_quota
+from claims.specs import PRESETS, ClaimInput, SpecErrors, build_spec, check_input, resolve_preset
+from devices.models import DeviceClass, Namespace
+from dra.model import InvalidObject
+from portal.durations import format_duration
+from portal.models import AuditEvent, Quota, Tenant, TenantNamespace
+from portal.services.audit import record_event
+
+__all__ = [
+    "ADMIN_ACCESS_LABEL",
+    "QuotaExceeded",
+    "enqueue",
+    "expire_leases",
+    "release_request",
+    "renew_request",
+    "submit_request",
+    "transition",
+]
+
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
+APPLY_TASK = "claims.apply_request"
+RELEASE_TASK = "claims.release_request"
+# SQLite has no row locks: the embedded mode serialises submissions in the process instead.
+_SUBMIT_LOCK = threading.Lock()
+
+
+class QuotaExceeded(SpecErrors):
+    """Over quota: ``check`` holds the usage, the limit and what would still fit."""
+
+    def __init__(self, check: QuotaCheck) -> None:
+        super().__init__({"quota": check.problems})
+        self.check = check
+
+
+def enqueue(task_name: str, request_id: Any, **options: Any) -> None:
+    """Queue a lifecycle task by name once the transaction commits."""
+
+    def send() -> None:
+        current_app.tasks[task_name].apply_async((str(request_id),), **options)
+
+    transaction.on_commit(send)
+
+
+def _is_staff(user: AbstractBaseUser | AnonymousUser | None) -> bool:
+    return bool(user is not None and user.is_authenticated and user.is_staff)
+
+
+def _namespace_for(user: AbstractBaseUser | AnonymousUser, name: str) -> TenantNamespace | None:
+    found = TenantNamespace.objects.select_related("tenant").filter(name=name)
+    if not _is_staff(user):
+        found = found.filter(tenant__in=Tenant.objects.visible_to(user))
+    return found.first()
+
+
+def prepare(
+    user: AbstractBaseUser | AnonymousUser, claim: ClaimInput
+) -> tuple[TenantNamespace, dict[str, Any], str, int, int]:
+    """Every check that needs no lock: (namespace, spec, mode, devices held, memory held).
+
+    Raises :class:`SpecErrors` with every field that is wrong."""
+    errors: dict[str, list[str]] = {}
+    try:
+        check_input(claim)
+    except SpecErrors as error:
+        errors.update(error.errors)
+    namespace = _namespace_for(user, claim.namespace) if claim.namespace else None
+    if claim.namespace and namespace is None:
+        errors["namespace"] = [f"'{claim.namespace[:63]}' is not a namespace of your tenant."]
+    known = set(DeviceClass.objects.filter(name__in=claim.classes).values_list("name", flat=True))
+    for name in claim.classes:
+        if name and name not in known and "device_class" not in errors:
+            field = "device_class" if name == claim.device_class_name else "alternatives"
+            errors.setdefault(field, []).append(f"The cluster has no device class '{name[:253]}'.")
+    if claim.admin_access:
+        if not _is_staff(user):
+            errors["admin_access"] = ["Only portal admins may ask for admin access."]
+        else:
+            labels = (
+                Namespace.objects.filter(name=claim.namespace).values_list("raw", flat=True).first()
+                or {}
+            ).get("metadata", {}).get("labels") or {}
+            if labels.get(ADMIN_ACCESS_LABEL) != "true":
+                errors["admin_access"] = [
+                    f"Admin access needs a namespace labelled {ADMIN_ACCESS_LABEL}=true; "
+                    f"{claim.namespace} is not."
+                ]
+        if claim.alternatives:
+            errors.setdefault("admin_access", []).append(
+                "Admin access cannot be combined with alternatives."
+            )
+    mode = ClassPolicy.objects.mode_for(claim.device_class_name)
+    if claim.mode and claim.mode != mode:
+        if claim.mode not in AllocationMode.values:
+            errors["mode"] = [f"Mode is one of {', '.join(AllocationMode.values)}."]
+        elif not _is_staff(user):
+            errors["mode"] = [
+                f"Device class {claim.device_class_name} uses the {mode} mode; only portal "
+                "admins may choose another."
+            ]
+        else:
+            mode = AllocationMode(claim.mode)
+    if mode == AllocationMode.RESERVATION and claim.sharing == "template":
+        errors.setdefault("sharing", []).append(
+            "Reservations hold one claim for the lease; a template (one claim per pod) needs "
+            "the scheduler mode."
+        )
+    attribute = None
+    if claim.constraint and "constraint" not in errors:
+        attribute = resolve_preset(
+            claim.constraint, index().class_published(claim.device_class_name)
+        )
+        if attribute is None:
+            errors["constraint"] = [
+                f"No device of class {claim.device_class_name} publishes an attribute for "
+                f"'{PRESETS[claim.constraint][0]}' ({', '.join(PRESETS[claim.constraint][1])})."
+            ]
+    if errors:
+        raise SpecErrors(errors)
+    assert namespace is not None
+    spec = build_spec(claim, attribute)
+    try:
+        parsed = index().parse(claim.namespace, claim.name, spec)
+    except InvalidObject as error:
+        raise SpecErrors({"spec": [str(error)]}) from error
+    devices = memory = 0
+    request = parsed.requests[0]
+    first = request.exactly if request.exactly is not None else request.first_available[0]
+    if not claim.admin_access:
+        matched, _, _ = index().matching(first.device_class_name, first)
+        devices = len(matched) if claim.count is None else claim.count or 0
+        memory = devices * index().max_memory(matched)
+    return namespace, spec, mode, devices, memory
+
+
+def submit_request(
+    *,
+    user: AbstractBaseUser | AnonymousUser,
+    claim: ClaimInput,
+    idempotency_key: str = "",
+) -> ClaimRequest:
+    """Accept a request within the tenant's quota, or raise :class:`SpecErrors` /
+    :class:`QuotaExceeded` with nothing recorded. Retrying with the same idempotency key
+    returns the first request."""
+    requester = user if user.is_authenticated else None
+    if idempotency_key:
+        existing = ClaimRequest.objects.filter(
+            requested_by=requester, idempotency_key=idempotency_key
+        ).first()
+        if existing is not None:
+            if existing.form != claim.to_json():
+                raise SpecErrors(
+                    {"idempotency_key": ["This key was used for a different request."]}
+                )
+            return existing
+    namespace, spec, mode, devices, memory = prepare(user, claim)
+    with _SUBMIT_LOCK, transaction.atomic():
+        tenant = Tenant.objects.select_for_update().get(pk=namespace.tenant_id)
+        taken = (
+            ClaimRequest.objects.active()
+            .filter(namespace=claim.namespace, name=claim.name)
+            .exists()
+            or ResourceClaim.objects.filter(namespace=claim.namespace, name=claim.name).exists()
+        )
+        if taken:
+            raise SpecErrors(
+                {"name": [f"A claim named {claim.name} already exists in {claim.namespace}."]}
+            )
+        quota = Quota.objects.filter(
+            tenant=tenant, device_class_name=claim.device_class_name
+        ).first()
+        lease = claim.lease
+        if quota is not None and quota.max_lease is not None:
+            if lease is None:
+                lease = quota.max_lease
+            elif lease > quota.max_lease:
+                raise SpecErrors(
+                    {
+                        "lease": [
+                            f"The longest lease for {claim.device_class_name} is "
+                            f"{_days(quota.max_lease)}."
+                        ]
+                    }
+                )
+        check = check_quota(tenant, claim.device_class_name, devices=devices, memory_bytes=memory)
+        if not check.fits and not claim.admin_access:
+            raise QuotaExceeded(check)
+        now = timezone.now()
+        try:
+            with transaction.atomic():
+                request = ClaimRequest.objects.create(
+                    tenant=tenant,
+                    namespace=claim.namespace,
+                    name=claim.name,
+                    device_class_name=claim.device_class_name,
+                    mode=mode,
+                    sharing=claim.sharing,
+                    form=claim.to_json(),
+                    spec=spec,
+                    admin_access=claim.admin_access,
+                    held_devices=devices,
+                    held_memory_bytes=memory,
+                    lease=lease,
+                    expires_at=now + lease if lease else None,
+                    idempotency_key=idempotency_key,
+                    requested_by=requester,
+                    created_at=now,
+                )
+        except IntegrityError as error:
+            raise SpecErrors(
+                {"name": [f"A claim named {claim.name} already exists in {claim.namespace}."]}
+            ) from error
+        record_event(
+            actor=requester,
+            action=AuditEvent.Action.CLAIM_REQUESTED,
+            obj=request,
+            tenant=tenant,
+            after={"state": request.state, "mode": mode, **claim.to_json()},
+        )
+        enqueue(APPLY_TASK, request.pk)
+    return request
+
+
+def _days(duration: timedelta) -> str:
+    return format_duration(duration)
+
+
+def transition(
+    request: ClaimRequest,
+    to: ClaimRequest.State,
+    *,
+    expect: Iterable[ClaimRequest.State],
+    reason: str = "",
+    actor: AbstractBaseUser | None = None,
+    **fields: Any,
+) -> bool:
+    """Move ``request`` to ``to`` if it is still in one of ``expect`` (one conditional UPDATE,
+    so two workers can never both make the same move); audited. Updates ``request`` in place."""
+    expect = list(expect)
+    now = timezone.now()
+    values: dict[str, Any] = {"state": to, "updated_at": now, **fields}
+    if reason or to in (ClaimRequest.State.FAILED,):
+        values["reason"] = reason[:2000]
+    if to in ClaimRequest.ENDED_STATES:
+        values["ended_at"] = now
+    if to == ClaimRequest.State.APPLIED and "applied_at" not in fields:
+        values["applied_at"] = request.applied_at or now
+    with transaction.atomic():
+        moved = ClaimRequest.objects.filter(pk=request.pk, state__in=expect).update(**values)
+        if not moved:
+            request.refresh_from_db()
+            return False
+        before = request.state
+        for key, value in values.items():
+            setattr(request, key, value)
+        record_event(
+            actor=actor,
+            action=AuditEvent.Action.CLAIM_STATE,
+            obj=request,
+            tenant=request.tenant,
+            before={"state": before},
+            after={"state": to, **({"reason": reason} if reason else {})},
+        )
+    return True
+
+
+def release_request(
+    *, user: AbstractBaseUser | AnonymousUser, request: ClaimRequest, force: bool = False
+) -> ClaimRequest:
+    """Delete the request's claim: refused while pods reserve it, unless a portal admin
+    forces it. Releasing a request that is already ending changes nothing."""
+    if not request.is_active or request.state == ClaimRequest.State.RELEASING:
+        return request
+    claim = ResourceClaim.objects.filter(namespace=request.namespace, name=request.name).first()
+    if claim is not None and claim.consumer_count and not (force and _is_staff(user)):
+        pods = ", ".join(claim.consumers.values_list("name", flat=True)[:5])
+        raise SpecErrors(
+            {
+                "state": [
+                    f"Pods still use this claim ({pods}); delete them first"
+                    + (", or force the release." if _is_staff(user) else ".")
+                ]
+            }
+        )
+    actor = user if user.is_authenticated else None
+    if transition(
+        request,
+        ClaimRequest.State.RELEASING,
+        expect=[s for s in ClaimRequest.ACTIVE_STATES if s != ClaimRequest.State.RELEASING],
+        actor=actor,
+        reason="released by its owner" if not force else "release forced by a portal admin",
+    ):
+        enqueue(RELEASE_TASK, request.pk)
+    return request
+
+
+def renew_request(
+    *, user: AbstractBaseUser | AnonymousUser, request: ClaimRequest, lease: timedelta | None
+) -> ClaimRequest:
+    """Start the lease again from now, for ``lease`` (default: the request's lease), within
+    the quota's maximum."""
+    if not request.is_active or request.state == ClaimRequest.State.RELEASING:
+        raise SpecErrors(
+            {"state": [f"A {request.get_state_display().lower()} claim cannot be renewed."]}
+        )
+    lease = lease or request.lease
+    quota = Quota.objects.filter(
+        tenant=request.tenant, device_class_name=request.device_class_name
+    ).first()
+    if quota is not None and quota.max_lease is not None:
+        lease = lease or quota.max_lease
+        if lease > quota.max_lease:
+            raise SpecErrors(
+                {"lease": [f"The longest lease for this class is {_days(quota.max_lease)}."]}
+            )
+    if lease is None:
+        raise SpecErrors({"lease": ["This claim has no lease to renew."]})
+    before = request.expires_at
+    with transaction.atomic():
+        request.lease = lease
+        request.expires_at = timezone.now() + lease
+        request.save(update_fields=["lease", "expires_at", "updated_at"])
+        record_event(
+            actor=user if user.is_authenticated else None,
+            action=AuditEvent.Action.CLAIM_RENEWED,
+            obj=request,
+            tenant=request.tenant,
+            before={"expires_at": before.isoformat() if before else None},
+            after={"expires_at": request.expires_at.isoformat()},
+        )
+    return request
+
+
+def expire_leases(now: Any = None) -> int:
+    """Beat: requests whose lease ended are released (their claims deleted)."""
+    now = now or timezone.now()
+    expired = 0
+    for request in (
+        ClaimRequest.objects.active()
+        .filter(expires_at__lte=now)
+        .exclude(state=ClaimRequest.State.RELEASING)
+    ):
+        if transition(
+            request,
+            ClaimRequest.State.RELEASING,
+            expect=[s for s in ClaimRequest.ACTIVE_STATES if s != ClaimRequest.State.RELEASING],
+            reason="lease ended",
+            lease_ended=True,
+        ):
+            enqueue(RELEASE_TASK, request.pk)
+            expired += 1
+    return expired
