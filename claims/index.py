@@ -128,13 +128,7 @@ class AllocationIndex:
     def rebuild(self) -> None:
         with self.lock:
             cursor = self._latest_change()
-            classes = {}
-            for name, raw in DeviceClass.objects.values_list("name", "raw"):
-                try:
-                    device_class = parse_device_class(raw, f"deviceclass {name}")
-                except InvalidObject:
-                    continue
-                classes[device_class.name] = device_class
+            classes = self._load_classes()
             slices: list[SliceModel] = []
             versions: dict[PoolKey, set[tuple[str, str]]] = defaultdict(set)
             for name, uid, version, driver, pool, raw in ResourceSlice.objects.values_list(
@@ -166,6 +160,16 @@ class AllocationIndex:
             self.builds += 1
             self._assumed = {}
             self._refresh_assumed()
+
+    def _load_classes(self) -> dict[str, Any]:
+        classes = {}
+        for name, raw in DeviceClass.objects.values_list("name", "raw"):
+            try:
+                device_class = parse_device_class(raw, f"deviceclass {name}")
+            except InvalidObject:
+                continue
+            classes[device_class.name] = device_class
+        return classes
 
     def _load_nodes(self) -> list[Any]:
         nodes = []
@@ -227,9 +231,11 @@ class AllocationIndex:
                     self._nodes_stale_since = time.monotonic()
             if changes:
                 self.cursor = changes[-1][0]
-            if reload_classes or (pools and self._slices_changed(pools)):
+            if pools and self._slices_changed(pools):
                 self.rebuild()
                 return
+            if reload_classes:
+                self.cluster.classes = self._load_classes()
             if pools:
                 self._update_pools(pools)
             if (

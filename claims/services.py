@@ -12,6 +12,7 @@ name, so this module imports nothing above ``claims``.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterable
 from datetime import timedelta
@@ -19,7 +20,7 @@ from typing import Any
 
 from celery import current_app
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from claims.index import index
@@ -179,7 +180,10 @@ def submit_request(
                 )
             return existing
     namespace, spec, mode, devices, memory = prepare(user, claim)
-    with _SUBMIT_LOCK, transaction.atomic():
+    # PostgreSQL: the tenant's row lock serialises submissions across processes. SQLite has
+    # no row locks; there the process lock does (the embedded mode is one process).
+    lock = _SUBMIT_LOCK if connection.vendor == "sqlite" else contextlib.nullcontext()
+    with lock, transaction.atomic():
         tenant = Tenant.objects.select_for_update().get(pk=namespace.tenant_id)
         taken = (
             ClaimRequest.objects.active()

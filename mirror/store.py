@@ -161,6 +161,12 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
                 "driver", "pool_name"
             )
         }
+    if kind in (Kind.DEVICE_CLASSES, Kind.NODES):
+        stored = dict(
+            model.objects.filter(uid__in=list(keyed)).values_list("uid", "resource_version")
+        )
+        if any(stored.get(uid) != m.fields.get("resource_version") for uid, m in keyed.items()):
+            _record_kind(kind)
     existing = dict(model.objects.filter(uid__in=list(keyed)).values_list("uid", "pk"))
     rows = {uid: {**m.fields, "problems": m.problems} for uid, m in keyed.items()}
     if kind == Kind.RESOURCE_CLAIMS:
@@ -196,7 +202,6 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
         else:
             touched |= _replace_claim_children(writer, keyed, stored, pks)
     _refresh(_pools(touched), pending)
-    _record_kind(kind)
     applied.written = len(keyed)
     return applied
 
