@@ -433,6 +433,8 @@ class Store:
             if "status" in new:
                 result["status"] = new["status"]
             result["metadata"] = dict(old_meta)
+            if resource.kind == "ResourceClaim":
+                _check_allocation_unchanged(name, old_obj, result)
         else:
             result = {k: v for k, v in new.items() if k != "status"}
             if resource.status_subresource:
@@ -670,3 +672,15 @@ class Store:
         with self.lock:
             entries = sorted(self.objects[resource].items())
         return [copy.deepcopy(e.document()) for _, e in entries]
+
+
+def _check_allocation_unchanged(name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+    """A claim's ``status.allocation`` may be set and cleared, never changed in place (as the
+    real API server validates it: a 1.36 scheduler adding an ``allocationTimestamp`` to an
+    allocation written without one is refused with exactly this error)."""
+    before = (old.get("status") or {}).get("allocation")
+    after = (new.get("status") or {}).get("allocation")
+    if before and after and before != after:
+        raise ApiError.invalid(
+            "ResourceClaim", name, "status.allocation: Invalid value: field is immutable"
+        )

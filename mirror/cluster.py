@@ -566,6 +566,7 @@ class Cluster:
         resource_version: str | None = None,
         uid: str | None = None,
         propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None,
     ) -> dict[str, Any]:
         """Delete one object; returns the Status (or the object while finalizers hold it).
 
@@ -579,6 +580,8 @@ class Cluster:
             options["preconditions"] = preconditions
         if propagation_policy:
             options["propagationPolicy"] = propagation_policy
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
         return self._json("DELETE", KINDS[kind].path(namespace, name), body=options)
 
 

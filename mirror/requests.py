@@ -120,6 +120,10 @@ def _place(request: ClaimRequest) -> Placement:
         if placement.allocation is not None:
             shared.assume(str(request.pk), placement)
     if placement.allocation is not None:
+        # Set the time ourselves: a 1.36 scheduler that reserves a claim allocated without one
+        # adds it, and the API server refuses that as a change to the immutable allocation
+        # (seen on a real control plane: the pod never schedules).
+        placement.allocation["allocationTimestamp"] = timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ")
         ClaimRequest.objects.filter(pk=request.pk).update(
             allocation=placement.allocation, node_name=placement.node or ""
         )

@@ -1,0 +1,170 @@
+"""The claim journey in both modes against a real control plane (a manual check, not a test).
+
+Needs a kube-apiserver + kube-scheduler + kube-controller-manager (no kubelet is needed: pods
+are bound, never run). Run it with the portal pointed at that cluster and a scratch database:
+
+    KUBECONFIG=/path/to/kubeconfig DATABASE_URL=sqlite:////tmp/journey.sqlite3 \\
+        .venv/bin/python manage.py migrate -v0
+    KUBECONFIG=... DATABASE_URL=... .venv/bin/python manage.py shell < scripts/real_cluster_journey.py
+
+It creates a Node (Ready, untainted by hand: there is no kubelet), the gpu.nvidia.com
+DeviceClass and one DGX H100 ResourceSlice from devices/fixtures, a namespace, a tenant and a
+user; then requests devices in reservation mode and in scheduler mode, runs a pod against each
+claim, and prints what the API server, the scheduler and the controller did.
+"""
+
+import contextlib
+import json
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+
+from claims.models import ClaimRequest, ClassPolicy
+from claims.services import release_request, submit_request
+from claims.specs import ClaimInput, SpecErrors
+from mirror import requests
+from mirror.cluster import AlreadyExists, Kind, NotFound, connect
+from mirror.mapping import MIRRORED_KINDS
+from mirror.reflector import Reflector
+from mirror.watchers import cluster_config
+from portal.models import Quota, Tenant, TenantNamespace
+
+FIXTURES = Path("devices/fixtures")
+NODE = "dgx-h100-01"
+NS = "journey"
+
+
+def fixture(name, kind, object_name):
+    for item in json.loads((FIXTURES / name).read_text())["items"]:
+        if item["kind"] == kind and item["metadata"]["name"] == object_name:
+            meta = {k: v for k, v in item["metadata"].items() if k in ("name", "labels", "annotations")}
+            return {"metadata": meta, "spec": item.get("spec", {})}
+    raise LookupError(object_name)
+
+
+def say(*parts):
+    print(f"[{datetime.now(UTC):%H:%M:%S}]", *parts, flush=True)
+
+
+def wait(what, check, seconds=30):
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        value = check()
+        if value:
+            say(f"{what} after {time.monotonic() - start:.2f}s")
+            return value
+        time.sleep(0.2)
+    raise SystemExit(f"timed out waiting for: {what}")
+
+
+cluster = connect(cluster_config())
+say("cluster version", cluster.version())
+node = fixture("nodes.json", "Node", NODE)
+with contextlib.suppress(AlreadyExists):
+    cluster.create(Kind.NODES, {"metadata": node["metadata"]})
+now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+cluster.patch_status(
+    Kind.NODES,
+    NODE,
+    {"status": {
+        "capacity": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+        "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                        "message": "hand-made", "lastHeartbeatTime": now, "lastTransitionTime": now}],
+    }},
+)
+cluster.patch(Kind.NODES, NODE, {"spec": {"taints": []}})
+for kind, body in (
+    (Kind.DEVICE_CLASSES, fixture("deviceclasses.json", "DeviceClass", "gpu.nvidia.com")),
+    (Kind.RESOURCE_SLICES, fixture("nvidia-dgx-h100.json", "ResourceSlice", "00000-gpu.nvidia.com-dgx-h100-01-p9lts")),
+    (Kind.NAMESPACES, {"metadata": {"name": NS}}),
+):
+    with contextlib.suppress(AlreadyExists):
+        cluster.create(kind, body)
+
+
+def mirror():
+    for kind in MIRRORED_KINDS:
+        Reflector(kind, cluster).relist()
+
+
+mirror()
+tenant, _ = Tenant.objects.get_or_create(slug="journey", defaults={"name": "Journey"})
+TenantNamespace.objects.get_or_create(tenant=tenant, name=NS)
+Quota.objects.update_or_create(
+    tenant=tenant, device_class_name="gpu.nvidia.com", defaults={"max_devices": 8}
+)
+user, _ = get_user_model().objects.get_or_create(username="journey-bob")
+tenant.memberships.get_or_create(user=user, defaults={"role": "member"})
+
+
+def pod(name, claim):
+    return {
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "containers": [{"name": "c", "image": "registry.invalid/none",
+                            "resources": {"claims": [{"name": "gpus"}]}}],
+            "resourceClaims": [{"name": "gpus", "resourceClaimName": claim}],
+        },
+    }
+
+
+def claim_status(name):
+    return cluster.get(Kind.RESOURCE_CLAIMS, name, NS).get("status") or {}
+
+
+def journey(mode, name, count, constraint=""):
+    say(f"=== {mode} mode: {name}, {count} GPU(s) {constraint}")
+    ClassPolicy.objects.update_or_create(device_class_name="gpu.nvidia.com", defaults={"mode": mode})
+    request = submit_request(
+        user=user,
+        claim=ClaimInput(namespace=NS, name=name, device_class_name="gpu.nvidia.com",
+                         count=count, constraint=constraint),
+    )
+    request.refresh_from_db()
+    say("request", request.state, request.reason or "")
+    obj = cluster.get(Kind.RESOURCE_CLAIMS, name, NS)
+    say("claim finalizers", obj["metadata"].get("finalizers"), "allocated:",
+        bool((obj.get("status") or {}).get("allocation")))
+    if mode == "reservation":
+        say("verify:", requests.verify_reservation(str(request.pk)))
+    cluster.create(Kind.PODS, pod(f"{name}-pod", name))
+    bound = wait("pod bound", lambda: cluster.get(Kind.PODS, f"{name}-pod", NS)["spec"].get("nodeName"))
+    say("pod bound to", bound)
+    status = wait("claim reserved for the pod", lambda: claim_status(name).get("reservedFor") and claim_status(name))
+    results = status["allocation"]["devices"]["results"]
+    say("allocated devices", [r["device"] for r in results], "node selector",
+        json.dumps(status["allocation"].get("nodeSelector"))[:160])
+    say("finalizers now", cluster.get(Kind.RESOURCE_CLAIMS, name, NS)["metadata"].get("finalizers"))
+    mirror()
+    say("sync:", requests.sync_requests())
+    request.refresh_from_db()
+    say("request", request.state)
+    try:
+        release_request(user=user, request=request)
+    except SpecErrors as error:
+        say("release refused:", error)
+    cluster.delete(Kind.PODS, f"{name}-pod", NS, grace_period_seconds=0)  # no kubelet
+    with contextlib.suppress(NotFound):
+        wait("pod gone", lambda: not any(
+            p["metadata"]["name"] == f"{name}-pod" for p in cluster.list_all(Kind.PODS, namespace=NS)[0]))
+    wait("reservedFor empty", lambda: not claim_status(name).get("reservedFor"))
+    time.sleep(2)
+    say("allocation after the pod left:", bool(claim_status(name).get("allocation")))
+    mirror()
+    release_request(user=user, request=request)
+    request.refresh_from_db()
+    say("request", request.state)
+    try:
+        cluster.get(Kind.RESOURCE_CLAIMS, name, NS)
+        say("claim still there (finalizer?)")
+    except NotFound:
+        say("claim deleted")
+    mirror()
+
+
+journey("reservation", "reserved-pair", 2, "numa")
+journey("scheduler", "scheduled-one", 1)
+say("requests:", list(ClaimRequest.objects.values_list("name", "state", "conflicts")))
