@@ -5,7 +5,8 @@ are bound, never run). Run it with the portal pointed at that cluster and a scra
 
     KUBECONFIG=/path/to/kubeconfig DATABASE_URL=sqlite:////tmp/journey.sqlite3 \\
         .venv/bin/python manage.py migrate -v0
-    KUBECONFIG=... DATABASE_URL=... .venv/bin/python manage.py shell < scripts/real_cluster_journey.py
+    KUBECONFIG=... DATABASE_URL=... \\
+        .venv/bin/python manage.py shell < scripts/real_cluster_journey.py
 
 It creates a Node (Ready, untainted by hand: there is no kubelet), the gpu.nvidia.com
 DeviceClass and one DGX H100 ResourceSlice from devices/fixtures, a namespace, a tenant and a
@@ -39,7 +40,9 @@ NS = "journey"
 def fixture(name, kind, object_name):
     for item in json.loads((FIXTURES / name).read_text())["items"]:
         if item["kind"] == kind and item["metadata"]["name"] == object_name:
-            meta = {k: v for k, v in item["metadata"].items() if k in ("name", "labels", "annotations")}
+            meta = {
+                k: v for k, v in item["metadata"].items() if k in ("name", "labels", "annotations")
+            }
             return {"metadata": meta, "spec": item.get("spec", {})}
     raise LookupError(object_name)
 
@@ -68,17 +71,30 @@ now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 cluster.patch_status(
     Kind.NODES,
     NODE,
-    {"status": {
-        "capacity": {"cpu": "16", "memory": "64Gi", "pods": "110"},
-        "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
-        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                        "message": "hand-made", "lastHeartbeatTime": now, "lastTransitionTime": now}],
-    }},
+    {
+        "status": {
+            "capacity": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+            "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "message": "hand-made",
+                    "lastHeartbeatTime": now,
+                    "lastTransitionTime": now,
+                }
+            ],
+        }
+    },
 )
 cluster.patch(Kind.NODES, NODE, {"spec": {"taints": []}})
 for kind, body in (
     (Kind.DEVICE_CLASSES, fixture("deviceclasses.json", "DeviceClass", "gpu.nvidia.com")),
-    (Kind.RESOURCE_SLICES, fixture("nvidia-dgx-h100.json", "ResourceSlice", "00000-gpu.nvidia.com-dgx-h100-01-p9lts")),
+    (
+        Kind.RESOURCE_SLICES,
+        fixture("nvidia-dgx-h100.json", "ResourceSlice", "00000-gpu.nvidia.com-dgx-h100-01-p9lts"),
+    ),
     (Kind.NAMESPACES, {"metadata": {"name": NS}}),
 ):
     with contextlib.suppress(AlreadyExists):
@@ -104,8 +120,13 @@ def pod(name, claim):
     return {
         "metadata": {"name": name, "namespace": NS},
         "spec": {
-            "containers": [{"name": "c", "image": "registry.invalid/none",
-                            "resources": {"claims": [{"name": "gpus"}]}}],
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "registry.invalid/none",
+                    "resources": {"claims": [{"name": "gpus"}]},
+                }
+            ],
             "resourceClaims": [{"name": "gpus", "resourceClaimName": claim}],
         },
     }
@@ -117,26 +138,46 @@ def claim_status(name):
 
 def journey(mode, name, count, constraint=""):
     say(f"=== {mode} mode: {name}, {count} GPU(s) {constraint}")
-    ClassPolicy.objects.update_or_create(device_class_name="gpu.nvidia.com", defaults={"mode": mode})
+    ClassPolicy.objects.update_or_create(
+        device_class_name="gpu.nvidia.com", defaults={"mode": mode}
+    )
     request = submit_request(
         user=user,
-        claim=ClaimInput(namespace=NS, name=name, device_class_name="gpu.nvidia.com",
-                         count=count, constraint=constraint),
+        claim=ClaimInput(
+            namespace=NS,
+            name=name,
+            device_class_name="gpu.nvidia.com",
+            count=count,
+            constraint=constraint,
+        ),
     )
     request.refresh_from_db()
     say("request", request.state, request.reason or "")
     obj = cluster.get(Kind.RESOURCE_CLAIMS, name, NS)
-    say("claim finalizers", obj["metadata"].get("finalizers"), "allocated:",
-        bool((obj.get("status") or {}).get("allocation")))
+    say(
+        "claim finalizers",
+        obj["metadata"].get("finalizers"),
+        "allocated:",
+        bool((obj.get("status") or {}).get("allocation")),
+    )
     if mode == "reservation":
         say("verify:", requests.verify_reservation(str(request.pk)))
     cluster.create(Kind.PODS, pod(f"{name}-pod", name))
-    bound = wait("pod bound", lambda: cluster.get(Kind.PODS, f"{name}-pod", NS)["spec"].get("nodeName"))
+    bound = wait(
+        "pod bound", lambda: cluster.get(Kind.PODS, f"{name}-pod", NS)["spec"].get("nodeName")
+    )
     say("pod bound to", bound)
-    status = wait("claim reserved for the pod", lambda: claim_status(name).get("reservedFor") and claim_status(name))
+    status = wait(
+        "claim reserved for the pod",
+        lambda: claim_status(name).get("reservedFor") and claim_status(name),
+    )
     results = status["allocation"]["devices"]["results"]
-    say("allocated devices", [r["device"] for r in results], "node selector",
-        json.dumps(status["allocation"].get("nodeSelector"))[:160])
+    say(
+        "allocated devices",
+        [r["device"] for r in results],
+        "node selector",
+        json.dumps(status["allocation"].get("nodeSelector"))[:160],
+    )
     say("finalizers now", cluster.get(Kind.RESOURCE_CLAIMS, name, NS)["metadata"].get("finalizers"))
     mirror()
     say("sync:", requests.sync_requests())
@@ -148,8 +189,15 @@ def journey(mode, name, count, constraint=""):
         say("release refused:", error)
     cluster.delete(Kind.PODS, f"{name}-pod", NS, grace_period_seconds=0)  # no kubelet
     with contextlib.suppress(NotFound):
-        wait("pod gone", lambda: not any(
-            p["metadata"]["name"] == f"{name}-pod" for p in cluster.list_all(Kind.PODS, namespace=NS)[0]))
+        wait(
+            "pod gone",
+            lambda: (
+                not any(
+                    p["metadata"]["name"] == f"{name}-pod"
+                    for p in cluster.list_all(Kind.PODS, namespace=NS)[0]
+                )
+            ),
+        )
     wait("reservedFor empty", lambda: not claim_status(name).get("reservedFor"))
     time.sleep(2)
     say("allocation after the pod left:", bool(claim_status(name).get("allocation")))
