@@ -62,13 +62,16 @@ class ApiError(Exception):
         )
 
     @classmethod
-    def conflict(cls, resource: str, group: str, name: str) -> ApiError:
+    def conflict(cls, resource: str, group: str, name: str, why: str = "") -> ApiError:
         qualified = f"{resource}.{group}" if group else resource
+        why = why or (
+            "the object has been modified; please apply your changes to the latest version "
+            "and try again"
+        )
         return cls(
             409,
             "Conflict",
-            f'Operation cannot be fulfilled on {qualified} "{name}": the object has been '
-            "modified; please apply your changes to the latest version and try again",
+            f'Operation cannot be fulfilled on {qualified} "{name}": {why}',
             {"name": name, "group": group, "kind": resource},
         )
 

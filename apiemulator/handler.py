@@ -265,7 +265,10 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         name = rest[1] if len(rest) > 1 else None
         subresource = rest[2] if len(rest) > 2 else None
-        if subresource is not None and (subresource != "status" or not resource.status_subresource):
+        served = (subresource == "status" and resource.status_subresource) or (
+            subresource == "binding" and resource.binding_subresource
+        )
+        if subresource is not None and not served:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if name is None:
             self._collection(method, resource, namespace, query, body, fault)
@@ -485,7 +488,12 @@ class Handler(BaseHTTPRequestHandler):
     ) -> None:
         store = self.server.emulator.store
         manager = query.get("fieldManager")
-        if method == "GET":
+        if subresource == "binding":
+            if method != "POST":
+                raise ApiError(405, "MethodNotAllowed", f"{method} is not allowed on a binding")
+            store.bind(resource, namespace, name, _parse_json(body))
+            self._send_json(201, status_body(201, "", ""))
+        elif method == "GET":
             self._send(200, store.get(resource, namespace, name).full())
         elif method == "PUT":
             entry = store.replace(

@@ -22,6 +22,7 @@ class Resource:
     namespaced: bool
     status_subresource: bool = False
     reset_status_on_create: bool = False  # the real strategy drops .status on create
+    binding_subresource: bool = False  # pods/binding: POST a Binding to assign a node
     immutable_spec: bool = False
     field_selectors: tuple[str, ...] = ()
     short_names: tuple[str, ...] = ()
@@ -107,6 +108,7 @@ RESOURCES: dict[tuple[str, str], Resource] = {
             True,
             status_subresource=True,
             reset_status_on_create=True,
+            binding_subresource=True,
             field_selectors=("spec.nodeName", "status.phase"),
             short_names=("po",),
         ),
@@ -152,6 +154,16 @@ def api_resource_list(group: str, version: str) -> dict[str, Any] | None:
                     "namespaced": r.namespaced,
                     "kind": r.kind,
                     "verbs": ["get", "patch", "update"],
+                }
+            )
+        if r.binding_subresource:
+            items.append(
+                {
+                    "name": f"{r.plural}/binding",
+                    "singularName": "",
+                    "namespaced": r.namespaced,
+                    "kind": "Binding",
+                    "verbs": ["create"],
                 }
             )
     return {

@@ -547,6 +547,66 @@ class Store:
             )
             return entry, False
 
+    def bind(self, resource: Resource, namespace: str | None, name: str, body: Any) -> Entry:
+        """``POST pods/<name>/binding``: assign an unassigned pod to the Binding's target node.
+
+        As kube-apiserver does: the pod must not have a node yet nor be deleting (409), the
+        Binding's uid and resourceVersion are preconditions, its annotations are merged into the
+        pod's, and the pod's ``PodScheduled`` condition becomes True.
+        """
+        if not isinstance(body, dict) or body.get("kind", "Binding") != "Binding":
+            raise ApiError.bad_request("the body must be a Binding")
+        meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+        target = body.get("target") if isinstance(body.get("target"), dict) else {}
+        if meta.get("name", name) != name:
+            raise ApiError.bad_request("name in URL does not match name in Binding object")
+        node = target.get("name")
+        if not isinstance(node, str) or not node:
+            raise ApiError.invalid("Binding", name, "target.name: Required value")
+        if target.get("kind", "Node") not in ("", "Node"):
+            raise ApiError.invalid(
+                "Binding", name, 'target.kind: Unsupported value: must be "Node"'
+            )
+        with self.lock:
+            old = self.get(resource, namespace, name)
+            old_meta = old.obj["metadata"]
+            if meta.get("uid") and meta["uid"] != old_meta.get("uid"):
+                raise ApiError.conflict("pods/binding", "", name)
+            if meta.get("resourceVersion") and meta["resourceVersion"] != str(old.rv):
+                raise ApiError.conflict("pods/binding", "", name)
+            if old_meta.get("deletionTimestamp"):
+                raise ApiError(
+                    500,
+                    "InternalError",
+                    f"pod {name} is being deleted, cannot be assigned to a host",
+                )
+            assigned = (old.obj.get("spec") or {}).get("nodeName")
+            if assigned:
+                raise ApiError.conflict(
+                    "pods/binding", "", name, f"pod {name} is already assigned to node {assigned!r}"
+                )
+            obj = copy.deepcopy(old.obj)
+            obj.setdefault("spec", {})["nodeName"] = node
+            if isinstance(meta.get("annotations"), dict) and meta["annotations"]:
+                obj["metadata"]["annotations"] = {
+                    **(obj["metadata"].get("annotations") or {}),
+                    **meta["annotations"],
+                }
+            status = obj.setdefault("status", {})
+            conditions = [
+                c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"
+            ]
+            conditions.append(
+                {
+                    "type": "PodScheduled",
+                    "status": "True",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": now_rfc3339(),
+                }
+            )
+            status["conditions"] = conditions
+            return self._commit("MODIFIED", Entry.build(resource, obj, self._next_rv()), old)
+
     def delete(
         self,
         resource: Resource,

@@ -557,6 +557,21 @@ class Cluster:
             "PATCH", path, query=query, body=copy.deepcopy(patch), content_type=content_type
         )
 
+    def bind_pod(self, name: str, namespace: str, node_name: str, *, uid: str = "") -> None:
+        """Assign a pod to a node through ``pods/<name>/binding``, as kube-scheduler does (a
+        pod's ``spec.nodeName`` cannot be patched). A pod already on a node raises `Conflict`;
+        `uid` (when given) must be the pod's, else `Conflict` too."""
+        metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+        if uid:
+            metadata["uid"] = uid
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": metadata,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        self._json("POST", KINDS[Kind.PODS].path(namespace, name, "binding"), body=body)
+
     def delete(
         self,
         kind: Kind,
