@@ -8,11 +8,17 @@ from claims.models.claim_requests import (
 )
 from claims.models.class_policies import AllocationMode, ClassPolicy
 from claims.models.resource_claim_templates import ResourceClaimTemplate
-from claims.models.resource_claims import AllocatedDevice, ClaimConsumer, ResourceClaim
+from claims.models.resource_claims import (
+    SIMULATED_SCHEDULER_ANNOTATION,
+    AllocatedDevice,
+    ClaimConsumer,
+    ResourceClaim,
+)
 
 __all__ = [
     "REQUEST_ID_LABEL",
     "RESERVATION_FINALIZER",
+    "SIMULATED_SCHEDULER_ANNOTATION",
     "AllocatedDevice",
     "AllocationMode",
     "ClaimConsumer",

@@ -10,7 +10,16 @@ from devices.models import Device
 from devices.models.mirror import MirroredObject, NamespacedQuerySet
 from portal.models import Tenant
 
-__all__ = ["AllocatedDevice", "ClaimConsumer", "ResourceClaim", "ResourceClaimQuerySet"]
+__all__ = [
+    "SIMULATED_SCHEDULER_ANNOTATION",
+    "AllocatedDevice",
+    "ClaimConsumer",
+    "ResourceClaim",
+    "ResourceClaimQuerySet",
+]
+
+# Set by the demo's simulated scheduler (``home/scheduler.py``) on the claims it allocated.
+SIMULATED_SCHEDULER_ANNOTATION = "dra-portal.io/simulated-scheduler"
 
 
 class ResourceClaimQuerySet(NamespacedQuerySet):
@@ -84,6 +93,12 @@ class ResourceClaim(MirroredObject):
     @property
     def status(self) -> dict:
         return self.raw.get("status") or {}
+
+    @property
+    def is_allocated_by_simulated_scheduler(self) -> bool:
+        """Whether the demo's simulated scheduler, not a real kube-scheduler, allocated it."""
+        annotations = (self.raw.get("metadata") or {}).get("annotations") or {}
+        return self.is_allocated and annotations.get(SIMULATED_SCHEDULER_ANNOTATION) == "true"
 
     @property
     def state(self) -> State:

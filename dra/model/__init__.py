@@ -25,6 +25,7 @@ from dra.model.nodes import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
     parse_node,
+    parse_node_selector,
 )
 from dra.model.reader import (
     AttributeValue,
@@ -70,6 +71,7 @@ __all__ = [
     "parse_counter_set",
     "parse_device",
     "parse_node",
+    "parse_node_selector",
     "parse_slice",
     "parse_device_class",
     "parse_claim",

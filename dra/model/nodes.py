@@ -15,6 +15,7 @@ __all__ = [
     "Node",
     "read_node_selector",
     "parse_node",
+    "parse_node_selector",
 ]
 
 
@@ -127,6 +128,12 @@ def read_node_selector(reader: Reader, raw: Any, path: str) -> NodeSelector | No
         )
         terms.append(NodeSelectorTerm(expressions, fields))
     return NodeSelector(tuple(terms))
+
+
+def parse_node_selector(raw: Any, label: str) -> NodeSelector | None:
+    """A core/v1 NodeSelector (``{"nodeSelectorTerms": [...]}``, e.g. a claim's
+    ``status.allocation.nodeSelector``); None for None."""
+    return read_node_selector(Reader(label), raw, "nodeSelector")
 
 
 def parse_node(raw: Any, label: str) -> Node:

@@ -3,7 +3,8 @@
 Seeds the demo personas; unless a real cluster is configured (``KUBE_API_SERVER`` or
 ``KUBECONFIG``), starts the API emulator loaded with ``devices/fixtures`` (two DGX H100, a DGX
 A100 with MIG partitions, the dra-example-driver node, a legacy device-plugin node, their
-classes and claims); starts one watcher thread per kind; then serves the portal.
+classes and claims) with the simulated scheduler that places its pods (``home/scheduler.py``);
+starts one watcher thread per kind; then serves the portal.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from home.scheduler import start_simulated_scheduler
 from mirror.watchers import start_embedded_watchers
 
 FIXTURES = Path(settings.BASE_DIR) / "devices" / "fixtures"
@@ -33,9 +35,15 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         call_command("seed_demo", stdout=self.stdout)
-        if not (settings.KUBE_API_SERVER or settings.KUBECONFIG):
-            self._start_emulator(options["emulator_port"])
         stop = threading.Event()
+        if not (settings.KUBE_API_SERVER or settings.KUBECONFIG):
+            server = self._start_emulator(options["emulator_port"])
+            # The emulator has no kube-scheduler: without this, claims stay unallocated.
+            start_simulated_scheduler(server, stop)
+            self.stdout.write(
+                "The demo cluster's scheduler is simulated: home/scheduler.py allocates claims "
+                "with the portal's allocator and binds pods (not a real kube-scheduler)."
+            )
         start_embedded_watchers(stop)
         self.stdout.write(
             self.style.SUCCESS(
@@ -48,7 +56,8 @@ class Command(BaseCommand):
         finally:
             stop.set()
 
-    def _start_emulator(self, port: int) -> None:
+    def _start_emulator(self, port: int) -> str:
+        """Starts the demo cluster; returns its URL (also set as ``KUBE_API_SERVER``)."""
         from apiemulator import Emulator  # the demo's stand-in cluster, never used in production
 
         emulator = Emulator(port=port, bookmark_interval=5.0).start()
@@ -62,3 +71,4 @@ class Command(BaseCommand):
             f"Demo cluster (API emulator) at {emulator.url} with {count} objects; "
             f"kubectl --kubeconfig {kubeconfig} get resourceslices"
         )
+        return emulator.url

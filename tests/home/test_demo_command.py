@@ -1,0 +1,50 @@
+"""``manage.py demo`` runs the simulated scheduler only next to its own demo cluster."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from home.management.commands import demo
+
+
+@pytest.fixture
+def started_schedulers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Runs the command without serving, seeding, watching or a real emulator; returns the
+    servers a simulated scheduler was started for."""
+    started: list[str] = []
+    monkeypatch.setattr(demo, "call_command", lambda *args, **kwargs: None)
+    monkeypatch.setattr(demo, "start_embedded_watchers", lambda stop: [])
+    monkeypatch.setattr(
+        demo, "start_simulated_scheduler", lambda server, stop: started.append(server)
+    )
+    monkeypatch.setattr(
+        demo.Command, "_start_emulator", lambda self, port: f"http://127.0.0.1:{port}"
+    )
+    return started
+
+
+def test_the_demo_cluster_gets_the_simulated_scheduler_and_says_so(
+    started_schedulers: list[str], settings
+) -> None:
+    settings.KUBE_API_SERVER = settings.KUBECONFIG = ""
+    out = StringIO()
+
+    call_command("demo", "--emulator-port", "8123", stdout=out)
+
+    assert started_schedulers == ["http://127.0.0.1:8123"]
+    assert "The demo cluster's scheduler is simulated" in out.getvalue()
+
+
+def test_a_real_cluster_gets_no_simulated_scheduler(
+    started_schedulers: list[str], settings
+) -> None:
+    settings.KUBE_API_SERVER = "https://cluster.example:6443"
+    out = StringIO()
+
+    call_command("demo", stdout=out)
+
+    assert started_schedulers == []
+    assert "simulated" not in out.getvalue()
