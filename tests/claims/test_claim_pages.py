@@ -6,6 +6,7 @@ import pytest
 from django.http import Http404
 
 from claims.access import get_claim_for_user
+from claims.models import SIMULATED_SCHEDULER_ANNOTATION, ResourceClaim
 from tests.devices.cluster_data import load_fixture_cluster
 
 pytestmark = pytest.mark.django_db
@@ -146,6 +147,22 @@ def test_a_claim_page_shows_requests_results_and_consumers(client_as, bob, mirro
     assert "Running" in content
     assert "metadata.name" in content  # the node selector
     assert "Raw JSON" in content
+
+
+SIMULATED_NOTE = "Allocated by the demo's simulated scheduler (not a real kube-scheduler)"
+
+
+def test_a_claim_the_demos_simulated_scheduler_allocated_says_so(client_as, bob, mirrored_cluster):
+    claim = ResourceClaim.objects.get(namespace="gpu-test1", name="pod1-gpu-nscrq")
+    claim.raw["metadata"]["annotations"][SIMULATED_SCHEDULER_ANNOTATION] = "true"
+    claim.save(update_fields=["raw"])
+
+    page = client_as(bob).get(TEAM_A_CLAIM).content.decode()
+    live = client_as(bob).get(TEAM_A_CLAIM, HTTP_HX_REQUEST="true").content.decode()
+    other = client_as(bob).get("/claims/gpu-test1/pod2-gpu-vkpsr/").content.decode()
+
+    assert SIMULATED_NOTE in page and SIMULATED_NOTE in live
+    assert SIMULATED_NOTE not in other
 
 
 def test_the_gate_raises_404_for_invisible_and_missing_claims(alice, carol, mirrored_cluster):
