@@ -72,7 +72,7 @@ logger = logging.getLogger(__name__)
 DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"
 POD_CLAIM_NAME = "resource.kubernetes.io/pod-claim-name"
 CONFLICT_RETRIES = 5
-# kube-scheduler's limit on a generated claim's name: 63 characters with the 5 random ones.
+# The resourceclaim controller keeps generated names within 63 characters, 5 of them random.
 _GENERATED_BASE_LENGTH = 57
 # The allocator's features by their contract names, as the mirror computes device states.
 ALLOCATOR_FEATURES = {
@@ -437,8 +437,10 @@ class Scheduler:
         """Writes the allocations and adds the pod to every claim's ``reservedFor``.
 
         The finalizer goes on first, as kube-scheduler does, so that no allocated claim is ever
-        without it. The demo cluster has no other allocator; a claim allocated meanwhile by
-        someone else fails the attempt (the next pass starts over).
+        without it; the allocation carries its ``allocationTimestamp`` from the start (the API
+        server refuses any later change to a set allocation). The demo cluster has no other
+        allocator; a claim allocated meanwhile by someone else fails the attempt (the next pass
+        starts over).
         """
         metadata = _metadata(pod)
         consumer = {"resource": "pods", "name": metadata["name"], "uid": str(metadata["uid"])}
@@ -446,6 +448,7 @@ class Scheduler:
             name, namespace = _metadata(claim)["name"], _metadata(claim)["namespace"]
             allocation = allocations.get(name)
             if allocation is not None:
+                allocation = {**allocation, "allocationTimestamp": _now()}
                 self._update(Kind.RESOURCE_CLAIMS, namespace, name, _protect, status=False)
             self._update(
                 Kind.RESOURCE_CLAIMS,
@@ -661,8 +664,9 @@ def _reservation(
     def reserve(claim: dict[str, Any]) -> bool:
         status = _status(claim)
         changed = False
-        if allocation is not None and status.get("allocation") != allocation:
-            if status.get("allocation"):
+        written = status.get("allocation")
+        if allocation is not None and _devices_of(written) != _devices_of(allocation):
+            if written:
                 name = _metadata(claim).get("name")
                 raise Conflict(f"resourceclaim {name!r} was allocated meanwhile")
             status["allocation"] = allocation
@@ -674,6 +678,13 @@ def _reservation(
         return changed
 
     return reserve
+
+
+def _devices_of(allocation: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An allocation without its time: what two writes of the same allocation share."""
+    if allocation is None:
+        return None
+    return {key: value for key, value in allocation.items() if key != "allocationTimestamp"}
 
 
 def _set_running(pod: dict[str, Any]) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from apiemulator import Emulator, Fault
-from claims.models import SIMULATED_SCHEDULER_ANNOTATION
+from claims.models import RESERVATION_FINALIZER, SIMULATED_SCHEDULER_ANNOTATION
 from home.scheduler import DELETE_PROTECTION, POD_CLAIM_NAME, Scheduler
 from mirror.cluster import Cluster, Kind, NotFound
 
@@ -99,6 +99,7 @@ def test_a_pod_using_an_unallocated_claim_gets_it_allocated_reserved_and_is_boun
     assert attempt.node == "dra-example-driver-cluster-worker"  # the only gpu.example.com node
     (result,) = claim["status"]["allocation"]["devices"]["results"]
     assert (result["request"], result["driver"]) == ("gpu", "gpu.example.com")
+    assert claim["status"]["allocation"]["allocationTimestamp"]
     assert claim["status"]["reservedFor"] == [
         {"resource": "pods", "name": "trainer", "uid": pod["metadata"]["uid"]}
     ]
@@ -304,11 +305,11 @@ def test_a_claim_allocated_without_the_finalizer_keeps_its_allocation_when_its_l
 ) -> None:
     make_claim(cluster, "held")
     scheduler.schedule(make_pod(cluster, "trainer", uses("held")))
-    # As someone else's allocation (the portal's reservations): no delete-protection finalizer.
+    # Made a portal reservation: its own finalizer, not delete-protection.
     cluster.patch(
         Kind.RESOURCE_CLAIMS,
         "held",
-        {"metadata": {"finalizers": None, "annotations": None}},
+        {"metadata": {"finalizers": [RESERVATION_FINALIZER], "annotations": None}},
         namespace=NAMESPACE,
     )
     allocation = get_claim(cluster, "held")["status"]["allocation"]
@@ -318,6 +319,7 @@ def test_a_claim_allocated_without_the_finalizer_keeps_its_allocation_when_its_l
     claim = get_claim(cluster, "held")
     assert claim["status"]["allocation"] == allocation
     assert not reserved_names(claim)
+    assert claim["metadata"]["finalizers"] == [RESERVATION_FINALIZER]
 
 
 def test_deleting_a_pod_deletes_the_claim_generated_for_it(
