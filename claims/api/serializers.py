@@ -164,17 +164,16 @@ class CountField(serializers.Field):
         "maxLength": 40,
     }
 )
-class LeaseField(serializers.CharField):
+class LeaseField(serializers.Field):
     """A lease as the API writes it: ISO 8601, short forms accepted; rendered as ISO 8601."""
 
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("max_length", 40)
-        super().__init__(**kwargs)
+    default_error_messages = {"invalid": "Write a duration, e.g. P7D, PT12H, 7d or 12h."}
 
     def to_internal_value(self, data: Any) -> timedelta:
-        text = super().to_internal_value(data)
+        if not isinstance(data, str) or len(data) > 40:
+            self.fail("invalid")
         try:
-            return parse_duration(text)
+            return parse_duration(data)
         except DurationError as error:
             raise serializers.ValidationError(str(error)) from None
 

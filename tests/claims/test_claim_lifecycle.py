@@ -18,8 +18,11 @@ def test_a_reservation_is_allocated_by_the_portal_and_written_to_the_cluster(liv
     request = submit_request(
         user=bob,
         claim=ClaimInput(
-            namespace="gpu-test1", name="two-h100", device_class_name="gpu.nvidia.com",
-            count=2, constraint="pcie",
+            namespace="gpu-test1",
+            name="two-h100",
+            device_class_name="gpu.nvidia.com",
+            count=2,
+            constraint="pcie",
         ),
     )
     request.refresh_from_db()
@@ -36,7 +39,9 @@ def test_a_scheduler_mode_claim_is_created_unallocated(live, bob):
     _, cluster, _ = live
     request = submit_request(
         user=bob,
-        claim=ClaimInput(namespace="gpu-test1", name="one-h100", device_class_name="gpu.nvidia.com"),
+        claim=ClaimInput(
+            namespace="gpu-test1", name="one-h100", device_class_name="gpu.nvidia.com"
+        ),
     )
     request.refresh_from_db()
     assert request.state == ClaimRequest.State.APPLIED
