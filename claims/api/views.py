@@ -357,9 +357,10 @@ class ClaimRequestViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     )
     @action(detail=True, methods=["post"])
     def release(self, request: Request, pk: str) -> Response:
+        # The gate first: another tenant's request is a 404 whatever the body.
+        claim_request = get_request_for_user(request.user, pk, write=True)
         body = ReleaseInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        claim_request = get_request_for_user(request.user, pk, write=True)
         try:
             release_request(
                 user=request.user, request=claim_request, force=body.validated_data["force"]
@@ -377,9 +378,10 @@ class ClaimRequestViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     )
     @action(detail=True, methods=["post"])
     def renew(self, request: Request, pk: str) -> Response:
+        # The gate first: another tenant's request is a 404 whatever the body.
+        claim_request = get_request_for_user(request.user, pk, write=True)
         body = RenewInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        claim_request = get_request_for_user(request.user, pk, write=True)
         try:
             renew_request(
                 user=request.user, request=claim_request, lease=body.validated_data["lease"]
