@@ -339,3 +339,29 @@ def test_a_request_over_quota_is_a_409_saying_what_would_still_fit(live, api_as,
     assert quota["room"]["devices"] == 8 - quota["used"]["devices"] - quota["in_flight"]["devices"]
     assert f"({quota['room']['devices']} would still fit)" in error["message"]
     assert not ClaimRequest.objects.exists()
+
+
+# --- the schema ---------------------------------------------------------------------------------
+
+
+def test_the_schema_documents_every_endpoint_with_examples_and_errors(api_as, bob):
+    paths = api_as(bob).get("/api/schema/?format=json").json()["paths"]
+    operations = {
+        ("/api/v1/claim-requests/", "get"): (),
+        ("/api/v1/claim-requests/", "post"): ("409", "422"),
+        ("/api/v1/claim-requests/{id}/", "get"): (),
+        ("/api/v1/claim-requests/{id}/release/", "post"): ("409",),
+        ("/api/v1/claim-requests/{id}/renew/", "post"): ("409",),
+        ("/api/v1/claim-requests/would-it-fit/", "post"): (),
+        ("/api/v1/tenants/{slug}/usage/", "get"): (),
+    }
+    error = {"$ref": "#/components/schemas/Error"}
+    for (path, method), extra in operations.items():
+        responses = paths[path][method]["responses"]
+        for status in ("400", "401", "403", "404", *extra):
+            assert responses[status]["content"]["application/json"]["schema"] == error
+    create = paths["/api/v1/claim-requests/"]["post"]
+    assert create["requestBody"]["content"]["application/json"]["examples"]
+    assert create["responses"]["201"]["content"]["application/json"]["examples"]
+    assert create["responses"]["409"]["content"]["application/json"]["examples"]
+    assert [p["name"] for p in create["parameters"]] == ["Idempotency-Key"]
