@@ -20,7 +20,14 @@ from claims.models import (
     ResourceClaim,
 )
 from claims.quota import QuotaCheck
-from claims.specs import MAX_ALTERNATIVES, MAX_COUNT, PRESETS, Alternative, ClaimInput
+from claims.specs import (
+    MAX_ALTERNATIVES,
+    MAX_COUNT,
+    MAX_SELECTORS,
+    PRESETS,
+    Alternative,
+    ClaimInput,
+)
 from portal.durations import DurationError, iso_duration, parse_duration
 from portal.models import Quota
 
@@ -37,7 +44,6 @@ __all__ = [
     "TenantUsageSerializer",
 ]
 
-MAX_SELECTORS_IN_BODY = 8
 MAX_SELECTOR_CHARS = 10_240  # Kubernetes' limit on one CEL selector
 
 
@@ -189,7 +195,7 @@ def _selectors() -> serializers.ListField:
     return serializers.ListField(
         child=_name(MAX_SELECTOR_CHARS),
         required=False,
-        max_length=MAX_SELECTORS_IN_BODY,
+        max_length=MAX_SELECTORS,
         help_text="CEL expressions a device must satisfy, e.g. "
         'device.attributes["gpu.nvidia.com"].productName.startsWith("NVIDIA H100").',
     )
