@@ -1,14 +1,14 @@
-"""FilterSet of the claim list, shared by the HTML page and the API (STYLE §6)."""
+"""FilterSets of the claim lists, shared by the HTML pages and the API (STYLE §6)."""
 
 from __future__ import annotations
 
 import django_filters
 from django.db.models import Exists, OuterRef, QuerySet
 
-from claims.models import AllocatedDevice, ResourceClaim
+from claims.models import AllocatedDevice, ClaimRequest, ResourceClaim
 from devices.filtersets import search_box
 
-__all__ = ["ResourceClaimFilterSet"]
+__all__ = ["ClaimRequestFilterSet", "ResourceClaimFilterSet"]
 
 State = ResourceClaim.State
 
@@ -49,3 +49,22 @@ class ResourceClaimFilterSet(django_filters.FilterSet):
         counts over ``allocated_devices`` are not multiplied by a join)."""
         results = AllocatedDevice.objects.filter(claim=OuterRef("pk"), driver=value)
         return queryset.filter(Exists(results))
+
+
+class ClaimRequestFilterSet(django_filters.FilterSet):
+    q = django_filters.CharFilter(
+        field_name="name",
+        lookup_expr="icontains",
+        label="Search requests",
+        widget=search_box("Search requests"),
+    )
+    state = django_filters.ChoiceFilter(
+        choices=ClaimRequest.State.choices, label="State", empty_label="Any state"
+    )
+    namespace = django_filters.CharFilter(field_name="namespace", label="Namespace")
+    device_class = django_filters.CharFilter(field_name="device_class_name", label="Device class")
+    tenant = django_filters.CharFilter(field_name="tenant__slug", label="Tenant (slug)")
+
+    class Meta:
+        model = ClaimRequest
+        fields = ["q", "state", "namespace", "device_class", "tenant"]

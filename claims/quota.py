@@ -19,7 +19,7 @@ from claims.models import ClaimRequest, ResourceClaim
 from dra.model import InvalidObject
 from portal.models import Quota, Tenant
 
-__all__ = ["ClassUsage", "QuotaCheck", "check_quota", "tenant_usage"]
+__all__ = ["ClassUsage", "QuotaCheck", "check_quota", "quota_report", "tenant_usage"]
 
 
 @dataclass(slots=True)
@@ -241,3 +241,15 @@ def check_quota(
             f"Claims: {usage.total_claims} of {quota.max_claims} held; no more claims fit."
         )
     return check
+
+
+def quota_report(tenant: Tenant) -> dict[str, QuotaCheck]:
+    """Per device class the tenant has a quota for or uses: the check of asking for nothing
+    more (its usage, limit and room), by class name."""
+    usage = tenant_usage(tenant)
+    quotas = {quota.device_class_name: quota for quota in Quota.objects.filter(tenant=tenant)}
+    return {
+        name: QuotaCheck(quotas.get(name), usage.get(name, ClassUsage()), 0, 0)
+        for name in sorted(set(usage) | set(quotas))
+        if name
+    }

@@ -36,10 +36,14 @@ from portal.services.audit import record_event
 __all__ = [
     "ADMIN_ACCESS_LABEL",
     "QuotaExceeded",
+    "delete_class_policy",
     "enqueue",
     "expire_leases",
+    "lease_for",
+    "prepare",
     "release_request",
     "renew_request",
+    "save_class_policy",
     "submit_request",
     "transition",
 ]
@@ -195,22 +199,7 @@ def submit_request(
             raise SpecErrors(
                 {"name": [f"A claim named {claim.name} already exists in {claim.namespace}."]}
             )
-        quota = Quota.objects.filter(
-            tenant=tenant, device_class_name=claim.device_class_name
-        ).first()
-        lease = claim.lease
-        if quota is not None and quota.max_lease is not None:
-            if lease is None:
-                lease = quota.max_lease
-            elif lease > quota.max_lease:
-                raise SpecErrors(
-                    {
-                        "lease": [
-                            f"The longest lease for {claim.device_class_name} is "
-                            f"{_days(quota.max_lease)}."
-                        ]
-                    }
-                )
+        lease = lease_for(tenant, claim)
         check = check_quota(tenant, claim.device_class_name, devices=devices, memory_bytes=memory)
         if not check.fits and not claim.admin_access:
             raise QuotaExceeded(check)
@@ -252,6 +241,72 @@ def submit_request(
 
 def _days(duration: timedelta) -> str:
     return format_duration(duration)
+
+
+def lease_for(tenant: Tenant, claim: ClaimInput) -> timedelta | None:
+    """The lease a request of ``claim`` gets: as asked, or the quota's longest when it asks
+    for none. Raises :class:`SpecErrors` for a lease longer than the quota allows."""
+    quota = Quota.objects.filter(tenant=tenant, device_class_name=claim.device_class_name).first()
+    lease = claim.lease
+    if quota is not None and quota.max_lease is not None:
+        if lease is None:
+            return quota.max_lease
+        if lease > quota.max_lease:
+            raise SpecErrors(
+                {
+                    "lease": [
+                        f"The longest lease for {claim.device_class_name} is "
+                        f"{_days(quota.max_lease)}."
+                    ]
+                }
+            )
+    return lease
+
+
+def save_class_policy(
+    *,
+    actor: AbstractBaseUser | AnonymousUser,
+    device_class_name: str,
+    mode: AllocationMode | str,
+    previous: ClassPolicy | None = None,
+) -> ClassPolicy:
+    """Create or change the policy of a device class (renaming ``previous`` if the name
+    changed); audited. Requests already accepted keep the mode they were given."""
+    if mode not in AllocationMode.values:
+        raise SpecErrors({"mode": [f"Mode is one of {', '.join(AllocationMode.values)}."]})
+    actor_or_none = actor if actor.is_authenticated else None
+    with transaction.atomic():
+        before = (
+            {"device_class": previous.device_class_name, "mode": previous.mode}
+            if previous
+            else None
+        )
+        if previous is not None:
+            policy = ClassPolicy.objects.select_for_update().get(pk=previous.pk)
+            policy.device_class_name, policy.mode = device_class_name, mode
+            policy.save(update_fields=["device_class_name", "mode", "updated_at"])
+        else:
+            policy = ClassPolicy.objects.create(device_class_name=device_class_name, mode=mode)
+        record_event(
+            actor=actor_or_none,
+            action=AuditEvent.Action.UPDATED if previous else AuditEvent.Action.CREATED,
+            obj=policy,
+            before=before,
+            after={"device_class": policy.device_class_name, "mode": policy.mode},
+        )
+    return policy
+
+
+def delete_class_policy(*, actor: AbstractBaseUser | AnonymousUser, policy: ClassPolicy) -> None:
+    """Remove a class's policy (its requests go back to the scheduler mode); audited."""
+    with transaction.atomic():
+        record_event(
+            actor=actor if actor.is_authenticated else None,
+            action=AuditEvent.Action.DELETED,
+            obj=policy,
+            before={"device_class": policy.device_class_name, "mode": policy.mode},
+        )
+        policy.delete()
 
 
 def transition(

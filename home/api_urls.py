@@ -3,6 +3,7 @@
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
+from claims.api.urls import PATHS as CLAIM_PATHS
 from claims.api.urls import ROUTES as CLAIM_ROUTES
 from devices.api.urls import ROUTES as DEVICE_ROUTES
 from mirror.api import ROUTES as MIRROR_ROUTES
@@ -19,5 +20,6 @@ for prefix, viewset, basename in [*DEVICE_ROUTES, *CLAIM_ROUTES, *MIRROR_ROUTES]
 
 urlpatterns = [
     path("me/", views.CurrentUserView.as_view(), name="me"),
+    *CLAIM_PATHS,
     path("", include(router.urls)),
 ]

@@ -1,7 +1,15 @@
-"""The claims routes, registered on the one ``/api/v1/`` router (``home.api_urls``)."""
+"""The claims routes, registered on the one ``/api/v1/`` router (``home.api_urls``), and the
+paths outside the router."""
+
+from django.urls import path
 
 from claims.api import views
 
 ROUTES = [
     ("resource-claims", views.ResourceClaimViewSet, "resourceclaim"),
+    ("claim-requests", views.ClaimRequestViewSet, "claimrequest"),
+]
+
+PATHS = [
+    path("tenants/<str:slug>/usage/", views.TenantUsageView.as_view(), name="tenant-usage"),
 ]

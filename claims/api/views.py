@@ -1,18 +1,60 @@
-"""Read-only claims API, scoped to the user's tenants like the pages."""
+"""Claims API: the mirrored claims (read-only) and the portal's claim requests.
+
+Thin viewsets (STYLE §5): parse (input serializers) → gate (``visible_to``,
+``get_request_for_user``, ``get_tenant_for_user``) → service (``claims.services``,
+``claims.fit``) → respond (output serializers). The services' refusals map to statuses here:
+:class:`~claims.specs.SpecErrors` → 400 with ``fields``; over quota → 409 ``quota_exceeded``
+with the usage, limit and room in ``details``; a state that forbids the change → 409
+``conflict``; an idempotency key reused for another body → 422 ``idempotency_key_reused``.
+"""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
 from django.db.models import QuerySet
 from django.http import Http404
-from rest_framework import viewsets
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import exceptions, mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
-from claims.access import get_claim_for_user
-from claims.filtersets import ResourceClaimFilterSet
-from claims.models import ResourceClaim
+from claims.access import get_claim_for_user, get_request_for_user
+from claims.filtersets import ClaimRequestFilterSet, ResourceClaimFilterSet
+from claims.fit import would_it_fit
+from claims.models import REQUEST_ID_LABEL, ClaimRequest, ResourceClaim
+from claims.quota import quota_report
+from claims.services import QuotaExceeded, release_request, renew_request, submit_request
+from claims.specs import SpecErrors
+from portal.access import get_tenant_for_user
+from portal.api.parsers import BoundedJSONParser
 
-from .serializers import ResourceClaimSerializer
+from .serializers import (
+    ClaimInputSerializer,
+    ClaimRequestSerializer,
+    FitReportSerializer,
+    QuotaCheckSerializer,
+    ReleaseInputSerializer,
+    RenewInputSerializer,
+    ResourceClaimSerializer,
+    TenantUsageSerializer,
+)
 
-__all__ = ["ResourceClaimViewSet"]
+__all__ = ["ClaimRequestViewSet", "ResourceClaimViewSet", "TenantUsageView"]
+
+IDEMPOTENCY_KEY_MAX = 200  # ClaimRequest.idempotency_key
 
 
 class ResourceClaimViewSet(viewsets.ReadOnlyModelViewSet):
@@ -35,3 +77,348 @@ class ResourceClaimViewSet(viewsets.ReadOnlyModelViewSet):
         if not name:
             raise Http404("Address a claim as <namespace>/<name>.")
         return get_claim_for_user(self.request.user, namespace, name)
+
+
+# --- claim requests ------------------------------------------------------------------------------
+
+
+class QuotaExceededError(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "quota_exceeded"
+
+    def __init__(self, error: QuotaExceeded) -> None:
+        super().__init__(" ".join(error.check.problems) or "Over quota.")
+        self.details = {"quota": QuotaCheckSerializer(error.check).data}
+
+
+class Conflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
+
+
+class IdempotencyKeyReused(exceptions.APIException):
+    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
+    default_code = "idempotency_key_reused"
+
+
+def refusal(error: SpecErrors) -> exceptions.APIException:
+    """The API's answer to a service's refusal (see the module docstring)."""
+    if isinstance(error, QuotaExceeded):
+        return QuotaExceededError(error)
+    if "idempotency_key" in error.errors:
+        return IdempotencyKeyReused(
+            "This Idempotency-Key was used for a different request; retry with the same "
+            "body, or use a new key for a new request."
+        )
+    if set(error.errors) == {"state"}:
+        return Conflict(" ".join(error.errors["state"]))
+    return exceptions.ValidationError(error.errors)
+
+
+def idempotency_key(request: Request) -> str:
+    """The ``Idempotency-Key`` header ("" when absent): printable, at most 200 characters."""
+    key = request.headers.get("Idempotency-Key", "")
+    if len(key) > IDEMPOTENCY_KEY_MAX or not key.isprintable():
+        raise exceptions.ValidationError(
+            {"Idempotency-Key": [f"At most {IDEMPOTENCY_KEY_MAX} printable characters."]}
+        )
+    return key
+
+
+def mirrored_claims(requests: Iterable[ClaimRequest]) -> dict[Any, ResourceClaim]:
+    """By request id: the mirrored ResourceClaim each request made (the one carrying its id
+    label; a later claim of the same name is another request's). One query for a page."""
+    by_name: dict[tuple[str, str], list[ClaimRequest]] = defaultdict(list)
+    for claim_request in requests:
+        by_name[(claim_request.namespace, claim_request.name)].append(claim_request)
+    if not by_name:
+        return {}
+    found = ResourceClaim.objects.filter(
+        namespace__in={namespace for namespace, _ in by_name},
+        name__in={name for _, name in by_name},
+    ).prefetch_related("allocated_devices", "consumers")
+    claims = {}
+    for claim in found:
+        for claim_request in by_name.get((claim.namespace, claim.name), []):
+            if claim.labels.get(REQUEST_ID_LABEL) == str(claim_request.pk):
+                claims[claim_request.pk] = claim
+    return claims
+
+
+CREATE_EXAMPLE = OpenApiExample(
+    "Two H100 on one NVLink clique for a week",
+    value={
+        "namespace": "team-a-dev",
+        "name": "train-h100",
+        "device_class": "gpu.nvidia.com",
+        "count": 2,
+        "selectors": ['device.attributes["gpu.nvidia.com"].productName.startsWith("NVIDIA H100")'],
+        "constraint": "nvlink",
+        "lease": "P7D",
+    },
+    request_only=True,
+)
+REQUEST_EXAMPLE = OpenApiExample(
+    "An accepted request",
+    value={
+        "id": "0b7e4c1e-2f43-4d7c-9a55-54a1bb3c2f10",
+        "url": "https://portal.example.com/api/v1/claim-requests/0b7e4c1e-2f43-4d7c-9a55-54a1bb3c2f10/",
+        "tenant": "team-a",
+        "namespace": "team-a-dev",
+        "name": "train-h100",
+        "device_class": "gpu.nvidia.com",
+        "mode": "reservation",
+        "sharing": "claim",
+        "state": "applied",
+        "reason": "",
+        "admin_access": False,
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "devices",
+                        "exactly": {
+                            "deviceClassName": "gpu.nvidia.com",
+                            "allocationMode": "ExactCount",
+                            "count": 2,
+                        },
+                    }
+                ]
+            }
+        },
+        "form": {"namespace": "team-a-dev", "name": "train-h100", "count": 2},
+        "held_devices": 2,
+        "held_memory_bytes": 171798691840,
+        "lease": "P7D",
+        "expires_at": "2026-12-01T10:00:00Z",
+        "allocation": None,
+        "node": "dgx-h100-01",
+        "devices": [],
+        "consumers": [],
+        "requested_by": "bob",
+        "created_at": "2026-11-24T10:00:00Z",
+        "applied_at": "2026-11-24T10:00:01Z",
+        "ended_at": None,
+        "updated_at": "2026-11-24T10:00:01Z",
+    },
+    response_only=True,
+)
+
+
+def _error(status_code: int, code: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {"error": {"status": status_code, "code": code, "message": message, **extra}}
+
+
+BAD_INPUT = OpenApiResponse(
+    OpenApiTypes.OBJECT,
+    description="The body is invalid: `fields` names each problem (unknown fields included).",
+    examples=[
+        OpenApiExample(
+            "Invalid fields",
+            value=_error(
+                400,
+                "invalid",
+                "count: Ask for 1 to 32 devices, or All (got 40).",
+                fields={
+                    "count": ["Ask for 1 to 32 devices, or All (got 40)."],
+                    "colour": ["Unknown field; the fields are: namespace, name, ..."],
+                },
+            ),
+        )
+    ],
+)
+OVER_QUOTA = OpenApiResponse(
+    OpenApiTypes.OBJECT,
+    description="Over quota (`quota_exceeded`): `details.quota` holds the usage, the limit "
+    "and what would still fit. Nothing was recorded.",
+    examples=[
+        OpenApiExample(
+            "Over quota",
+            value=_error(
+                409,
+                "quota_exceeded",
+                "Devices: 7 of 8 in use or requested; 2 more would exceed the quota "
+                "(1 would still fit).",
+                details={
+                    "quota": {
+                        "fits": False,
+                        "problems": ["Devices: 7 of 8 in use or requested; ..."],
+                        "asked": {"devices": 2, "memory_bytes": 0, "claims": 1},
+                        "used": {"devices": 6, "memory_bytes": 0, "claims": 3},
+                        "in_flight": {"devices": 1, "memory_bytes": 0, "claims": 1},
+                        "limit": {
+                            "max_devices": 8,
+                            "max_device_memory": None,
+                            "max_claims": None,
+                            "max_lease": "P7D",
+                        },
+                        "room": {"devices": 1, "memory_bytes": None, "claims": None},
+                    }
+                },
+            ),
+        )
+    ],
+)
+KEY_REUSED = OpenApiResponse(
+    OpenApiTypes.OBJECT,
+    description="The Idempotency-Key was used before with a different body "
+    "(`idempotency_key_reused`).",
+)
+STATE_CONFLICT = OpenApiResponse(
+    OpenApiTypes.OBJECT,
+    description="The request's state forbids it (`conflict`): e.g. pods still use the claim, "
+    "or the request has ended.",
+)
+IDEMPOTENCY_HEADER = OpenApiParameter(
+    "Idempotency-Key",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description="Retrying with the same key and body returns the first request (200) instead "
+    "of creating another; the same key with another body is a 422. Keys are per user.",
+    pattern=r"^[ -~]{1,200}$",
+)
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Claim requests of your tenants"),
+    retrieve=extend_schema(summary="One claim request", responses={200: ClaimRequestSerializer}),
+)
+class ClaimRequestViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """Self-service claim requests of your tenants (all of them for portal admins). Writes go
+    through ``claims.services``: the same checks, quota lock and audit trail as the pages."""
+
+    serializer_class = ClaimRequestSerializer
+    filterset_class = ClaimRequestFilterSet
+    parser_classes = [BoundedJSONParser]
+    lookup_value_regex = r"[0-9a-fA-F-]{32,36}"
+    ordering_fields = ["created_at", "expires_at", "namespace", "name", "state"]
+
+    def get_queryset(self) -> QuerySet[ClaimRequest]:
+        return ClaimRequest.objects.visible_to(self.request.user).select_related(
+            "tenant", "requested_by"
+        )
+
+    def get_object(self) -> ClaimRequest:
+        return get_request_for_user(self.request.user, self.kwargs["pk"])
+
+    def render(self, requests: list[ClaimRequest]) -> list[Any]:
+        context = {**self.get_serializer_context(), "claims": mirrored_claims(requests)}
+        return ClaimRequestSerializer(requests, many=True, context=context).data
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        assert page is not None  # every list is paginated
+        return self.get_paginated_response(self.render(page))
+
+    def retrieve(self, request: Request, pk: str) -> Response:
+        return Response(self.render([self.get_object()])[0])
+
+    @extend_schema(
+        summary="Request devices",
+        request=ClaimInputSerializer,
+        parameters=[IDEMPOTENCY_HEADER],
+        responses={
+            201: OpenApiResponse(ClaimRequestSerializer, description="Accepted."),
+            200: OpenApiResponse(
+                ClaimRequestSerializer,
+                description="A retry with the same Idempotency-Key and body: the first request.",
+            ),
+            400: BAD_INPUT,
+            409: OVER_QUOTA,
+            422: KEY_REUSED,
+        },
+        examples=[CREATE_EXAMPLE, REQUEST_EXAMPLE],
+    )
+    def create(self, request: Request) -> Response:
+        body = ClaimInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        key = idempotency_key(request)
+        started = timezone.now()
+        try:
+            claim_request = submit_request(
+                user=request.user, claim=body.claim_input(), idempotency_key=key
+            )
+        except SpecErrors as error:
+            raise refusal(error) from error
+        replayed = bool(key) and claim_request.created_at < started
+        claim_request.refresh_from_db()  # applying may have run already (eager tasks)
+        data = self.render([claim_request])[0]
+        return Response(
+            data,
+            status=status.HTTP_200_OK if replayed else status.HTTP_201_CREATED,
+            headers={"Location": data["url"]},
+        )
+
+    @extend_schema(
+        summary="Release the claim",
+        request=ReleaseInputSerializer,
+        responses={200: ClaimRequestSerializer, 409: STATE_CONFLICT},
+    )
+    @action(detail=True, methods=["post"])
+    def release(self, request: Request, pk: str) -> Response:
+        # The gate first: another tenant's request is a 404 whatever the body.
+        claim_request = get_request_for_user(request.user, pk, write=True)
+        body = ReleaseInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            release_request(
+                user=request.user, request=claim_request, force=body.validated_data["force"]
+            )
+        except SpecErrors as error:
+            raise refusal(error) from error
+        claim_request.refresh_from_db()
+        return Response(self.render([claim_request])[0])
+
+    @extend_schema(
+        summary="Renew the lease from now",
+        request=RenewInputSerializer,
+        responses={200: ClaimRequestSerializer, 409: STATE_CONFLICT},
+        examples=[OpenApiExample("A week from now", value={"lease": "P7D"}, request_only=True)],
+    )
+    @action(detail=True, methods=["post"])
+    def renew(self, request: Request, pk: str) -> Response:
+        # The gate first: another tenant's request is a 404 whatever the body.
+        claim_request = get_request_for_user(request.user, pk, write=True)
+        body = RenewInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            renew_request(
+                user=request.user, request=claim_request, lease=body.validated_data["lease"]
+            )
+        except SpecErrors as error:
+            raise refusal(error) from error
+        claim_request.refresh_from_db()
+        return Response(self.render([claim_request])[0])
+
+    @extend_schema(
+        summary="Would it fit? A dry run of a request",
+        description="The same body and checks as creating a request, and nothing is recorded: "
+        "where it would be allocated now (node, devices) or the funnel of why not, and the "
+        "quota's verdict. Advice only: a request a moment later may still be refused.",
+        request=ClaimInputSerializer,
+        responses={200: FitReportSerializer, 400: BAD_INPUT},
+        examples=[CREATE_EXAMPLE],
+    )
+    @action(detail=False, methods=["post"], url_path="would-it-fit", url_name="would-it-fit")
+    def would_it_fit(self, request: Request) -> Response:
+        body = ClaimInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            report = would_it_fit(request.user, body.claim_input())
+        except SpecErrors as error:
+            raise refusal(error) from error
+        return Response(FitReportSerializer(report).data)
+
+
+class TenantUsageView(APIView):
+    """A tenant's usage per device class: held now (mirror), in flight (accepted requests not
+    mirrored yet), the quota's limits and what would still fit."""
+
+    @extend_schema(summary="A tenant's usage against its quotas", responses=TenantUsageSerializer)
+    def get(self, request: Request, slug: str) -> Response:
+        tenant = get_tenant_for_user(request.user, slug)
+        classes = [
+            {"device_class": name, "check": check} for name, check in quota_report(tenant).items()
+        ]
+        return Response(TenantUsageSerializer({"tenant": tenant.slug, "classes": classes}).data)

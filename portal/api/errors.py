@@ -2,7 +2,9 @@
 
 Every error response is ``{"error": {"status", "code", "message", "fields"?}}``: ``code`` is a
 stable machine-readable string, ``message`` a sentence for people, ``fields`` maps input field
-names to their problems for validation errors.
+names to their problems for validation errors, and ``details`` (an object) carries what an
+error's code promises beyond the sentence, e.g. a quota's usage, limit and room for
+``quota_exceeded``: an exception with a ``details`` dict attribute gets it rendered.
 """
 
 from __future__ import annotations
@@ -50,5 +52,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     body: dict[str, Any] = {"status": response.status_code, "code": code, "message": message}
     if isinstance(exc, exceptions.ValidationError) and isinstance(exc.detail, dict):
         body["fields"] = exc.detail
+    details = getattr(exc, "details", None)
+    if isinstance(details, dict):
+        body["details"] = details
     response.data = {"error": body}
     return response

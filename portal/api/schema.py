@@ -3,7 +3,9 @@
 Every operation may answer 400 (bad query or body), 401 (no credentials), 403, 404, 405,
 406 (an ``Accept`` it cannot serve), 413 (body over the limit), 415 (a body it cannot parse,
 for operations that take one) and 429 (throttled); each with the body of
-``portal.api.errors``. Added by a postprocessing hook so that no view can forget them.
+``portal.api.errors``. Added by a postprocessing hook so that no view can forget them; an
+error response a view declares itself (a 409, say, with its own description and examples)
+gets the same body.
 """
 
 from __future__ import annotations
@@ -26,6 +28,12 @@ ERROR_SCHEMA: dict[str, Any] = {
                     "type": "object",
                     "additionalProperties": {},
                     "description": "Validation errors by input field.",
+                },
+                "details": {
+                    "type": "object",
+                    "additionalProperties": {},
+                    "description": "More about the error, per code (quota_exceeded: the "
+                    "usage, the limit and what would still fit).",
                 },
             },
             "required": ["status", "code", "message"],
@@ -61,4 +69,17 @@ def document_errors(result: dict[str, Any], generator: Any, request: Any, public
                 operation["responses"].setdefault(
                     status, {"description": description, "content": reference}
                 )
+            for status, response in operation["responses"].items():
+                if str(status).startswith(("4", "5")):
+                    _error_body(response)
     return result
+
+
+def _error_body(response: dict[str, Any]) -> None:
+    """A view's own error response (its description, its examples) gets the ``Error`` body:
+    every error is in that format, whatever the view declared."""
+    examples = (response.get("content") or {}).get("application/json", {}).get("examples")
+    body: dict[str, Any] = {"schema": {"$ref": "#/components/schemas/Error"}}
+    if examples:
+        body["examples"] = examples
+    response["content"] = {"application/json": body}

@@ -1,0 +1,101 @@
+"""Django admin for self-service claims.
+
+Class policies are written through ``claims.services`` (audited, like every other write);
+claim requests are read-only here but for the *release* actions, which call
+:func:`claims.services.release_request` as the API and the pages do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db import models
+from django.http import HttpRequest
+
+from claims.models import ClaimRequest, ClassPolicy
+from claims.services import delete_class_policy, release_request, save_class_policy
+from claims.specs import SpecErrors
+from portal.admin import ServiceAdmin
+
+
+@admin.register(ClassPolicy)
+class ClassPolicyAdmin(ServiceAdmin):
+    list_display = ["device_class_name", "mode", "updated_at"]
+    list_filter = ["mode"]
+    search_fields = ["device_class_name"]
+
+    def save_object(
+        self, request: HttpRequest, obj: ClassPolicy, previous: ClassPolicy | None
+    ) -> ClassPolicy:
+        return save_class_policy(
+            actor=request.user,
+            device_class_name=obj.device_class_name,
+            mode=obj.mode,
+            previous=previous,
+        )
+
+    def delete_object(self, request: HttpRequest, obj: ClassPolicy) -> None:
+        delete_class_policy(actor=request.user, policy=obj)
+
+
+@admin.register(ClaimRequest)
+class ClaimRequestAdmin(admin.ModelAdmin):
+    """Requests are made by their tenants (pages, API, ``manage.py claim``); here they can be
+    looked at and released."""
+
+    list_display = [
+        "__str__",
+        "tenant",
+        "device_class_name",
+        "count",
+        "mode",
+        "state",
+        "requested_by",
+        "expires_at",
+        "created_at",
+    ]
+    list_filter = ["state", "mode", "sharing", "tenant", "device_class_name"]
+    search_fields = ["namespace", "name", "device_class_name", "requested_by__username"]
+    list_select_related = ["tenant", "requested_by"]
+    date_hierarchy = "created_at"
+    actions = ["release", "force_release"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="Devices")
+    def count(self, obj: ClaimRequest) -> str:
+        return obj.count_label
+
+    def _release(
+        self, request: HttpRequest, queryset: models.QuerySet[ClaimRequest], *, force: bool
+    ) -> None:
+        released, refused = 0, []
+        for claim_request in queryset.select_related("tenant"):
+            if not claim_request.is_active:
+                continue
+            try:
+                release_request(user=request.user, request=claim_request, force=force)
+            except SpecErrors as error:
+                refused.append(f"{claim_request}: {error}")
+                continue
+            released += 1
+        if released:
+            messages.success(request, f"Releasing {released} request(s).")
+        for message in refused:
+            messages.error(request, message)
+
+    @admin.action(description="Release selected requests")
+    def release(self, request: HttpRequest, queryset: models.QuerySet[ClaimRequest]) -> None:
+        self._release(request, queryset, force=False)
+
+    @admin.action(description="Force release (even while pods use the claim)")
+    def force_release(self, request: HttpRequest, queryset: models.QuerySet[ClaimRequest]) -> None:
+        self._release(request, queryset, force=True)

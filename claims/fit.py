@@ -1,0 +1,75 @@
+"""Would it fit? A dry run of a submission that records nothing.
+
+Runs every check :func:`claims.services.submit_request` runs before it takes the tenant's lock
+(``prepare``: input, namespace, classes, admin access, mode), the lease against the quota's
+maximum, the allocation on this process's warm index, and the quota check. Advice only: the
+quota is read without the tenant's row lock and the index is the web process's own, so a
+submission a moment later may still be refused (docs/claims.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+from claims.index import Placement, index
+from claims.quota import QuotaCheck, check_quota
+from claims.services import lease_for, prepare
+from claims.specs import ClaimInput
+from portal.models import TenantNamespace
+
+__all__ = ["FitReport", "would_it_fit"]
+
+
+@dataclass(slots=True)
+class FitReport:
+    """What submitting ``claim`` now would meet: where it would be allocated (or the funnel
+    of why not) and the quota's verdict."""
+
+    namespace: TenantNamespace
+    mode: str
+    lease: timedelta | None
+    held_devices: int
+    held_memory_bytes: int
+    placement: Placement
+    quota: QuotaCheck
+    admin_access: bool = False
+
+    @property
+    def allocatable(self) -> bool:
+        return self.placement.allocation is not None
+
+    @property
+    def fits(self) -> bool:
+        """Allocatable now and within the quota (admin access is outside the quota)."""
+        return self.allocatable and (self.quota.fits or self.admin_access)
+
+    @property
+    def devices(self) -> list[dict[str, Any]]:
+        """The allocation results it would get (``status.allocation.devices.results``)."""
+        return list(((self.placement.allocation or {}).get("devices") or {}).get("results") or [])
+
+
+def would_it_fit(user: AbstractBaseUser | AnonymousUser, claim: ClaimInput) -> FitReport:
+    """The dry run of ``submit_request(user=user, claim=claim)``. Raises
+    :class:`claims.specs.SpecErrors` for what submitting would refuse as invalid; over quota
+    is not an error here but ``report.quota.problems``."""
+    namespace, spec, mode, devices, memory = prepare(user, claim)
+    lease = lease_for(namespace.tenant, claim)
+    placement = index().place(index().parse(claim.namespace, claim.name, spec))
+    check = check_quota(
+        namespace.tenant, claim.device_class_name, devices=devices, memory_bytes=memory
+    )
+    return FitReport(
+        namespace=namespace,
+        mode=mode,
+        lease=lease,
+        held_devices=devices,
+        held_memory_bytes=memory,
+        placement=placement,
+        quota=check,
+        admin_access=claim.admin_access,
+    )
