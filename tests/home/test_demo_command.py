@@ -7,11 +7,12 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from claims.models import ClassPolicy
 from home.management.commands import demo
 
 
 @pytest.fixture
-def started_schedulers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def started_schedulers(monkeypatch: pytest.MonkeyPatch, db: None) -> list[str]:
     """Runs the command without serving, seeding, watching or a real emulator; returns the
     servers a simulated scheduler was started for."""
     started: list[str] = []
@@ -48,3 +49,15 @@ def test_a_real_cluster_gets_no_simulated_scheduler(
 
     assert started_schedulers == []
     assert "simulated" not in out.getvalue()
+
+
+def test_the_demo_offers_both_allocation_modes_and_keeps_an_admins_choice(
+    started_schedulers: list[str], settings
+) -> None:
+    settings.KUBE_API_SERVER = settings.KUBECONFIG = ""
+    ClassPolicy.objects.create(device_class_name="mig.nvidia.com", mode="reservation")
+
+    call_command("demo", stdout=StringIO())
+
+    modes = dict(ClassPolicy.objects.values_list("device_class_name", "mode"))
+    assert modes == {"gpu.nvidia.com": "reservation", "mig.nvidia.com": "reservation"}

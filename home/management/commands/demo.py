@@ -14,15 +14,24 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from claims.models import AllocationMode, ClassPolicy
+from claims.services import save_class_policy
 from home.scheduler import start_simulated_scheduler
 from mirror.watchers import start_embedded_watchers
 
 FIXTURES = Path(settings.BASE_DIR) / "devices" / "fixtures"
 # Namespaces and nodes first, so they keep their labels when the claims and slices arrive.
 FIXTURE_ORDER = ["namespaces.json", "nodes.json"]
+
+
+DEMO_CLASS_POLICIES = [
+    ("gpu.nvidia.com", AllocationMode.RESERVATION),
+    ("mig.nvidia.com", AllocationMode.SCHEDULER),
+]
 
 
 class Command(BaseCommand):
@@ -35,6 +44,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         call_command("seed_demo", stdout=self.stdout)
+        self._seed_class_policies()
         stop = threading.Event()
         if not (settings.KUBE_API_SERVER or settings.KUBECONFIG):
             server = self._start_emulator(options["emulator_port"])
@@ -55,6 +65,16 @@ class Command(BaseCommand):
             call_command("runserver", f"{options['host']}:{options['port']}", use_reloader=False)
         finally:
             stop.set()
+
+    def _seed_class_policies(self) -> None:
+        """Both allocation modes in the demo: whole H100s are reserved by the portal for the
+        lease; MIG slices and the example driver's GPUs go to the (simulated) scheduler.
+        A policy an admin already set is kept."""
+        for device_class, mode in DEMO_CLASS_POLICIES:
+            if not ClassPolicy.objects.filter(device_class_name=device_class).exists():
+                save_class_policy(actor=AnonymousUser(), device_class_name=device_class, mode=mode)
+        modes = ", ".join(f"{name}: {mode}" for name, mode in DEMO_CLASS_POLICIES)
+        self.stdout.write(f"Allocation modes by device class ({modes}); others: scheduler.")
 
     def _start_emulator(self, port: int) -> str:
         """Starts the demo cluster; returns its URL (also set as ``KUBE_API_SERVER``)."""
