@@ -268,7 +268,7 @@ def live_preview(user: Any, rounds: int, profile: str | None) -> None:
 # -- reservations through a real worker -----------------------------------------------------------
 
 
-def start_worker(emulator_url: str, log: Path) -> subprocess.Popen[bytes]:
+def start_worker(emulator_url: str, log: Path, profile: str | None) -> subprocess.Popen[bytes]:
     environment = {
         **os.environ,
         "KUBE_API_SERVER": emulator_url,
@@ -278,7 +278,9 @@ def start_worker(emulator_url: str, log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
         return subprocess.Popen(
             [
-                *(sys.executable, "-m", "celery", "-A", "portal", "worker"),
+                sys.executable,
+                *(("-m", "cProfile", "-o", f"{profile}.worker") if profile else ()),
+                *("-m", "celery", "-A", "portal", "worker"),
                 *("-Q", "allocations,default", "-c", "1", "--pool=solo", "-l", "warning"),
             ],
             cwd=ROOT,
@@ -309,7 +311,7 @@ def wait_for(pks: list[Any], timeout: float, poll: float) -> dict[Any, str]:
         time.sleep(poll)
 
 
-def submit_to_applied(user: Any, count: int) -> None:
+def submit_to_applied(user: Any, count: int, profile: str | None) -> None:
     from claims.models import ClaimRequest
     from claims.services import submit_request
 
@@ -321,9 +323,14 @@ def submit_to_applied(user: Any, count: int) -> None:
         f"{time.perf_counter() - started:.1f} s → {states.get(warm.pk)}"
     )
     latencies, submits, failed = [], [], []
+    profiler = cProfile.Profile() if profile else None
     for number in range(count):
         started = time.perf_counter()
+        if profiler:
+            profiler.enable()
         request = submit_request(user=user, claim=one_gpu(f"seq-{number:04d}"))
+        if profiler:
+            profiler.disable()
         submitted = time.perf_counter()
         while True:
             state = ClaimRequest.objects.filter(pk=request.pk).values_list("state", flat=True)[0]
@@ -338,6 +345,8 @@ def submit_to_applied(user: Any, count: int) -> None:
             latencies.append(done - started)
         else:
             failed.append(state)
+    if profiler and profile:
+        profiler.dump_stats(f"{profile}.submit")
     report(
         "submit_request() alone (checks, quota, row, enqueue): p50", ms(percentile(submits, 0.5))
     )
@@ -638,8 +647,8 @@ def main() -> None:
         live_preview(user, args.rounds, args.profile)
 
         print("\nReservations (one Celery worker, --pool=solo, PostgreSQL + Redis):")
-        worker = start_worker(emulator.url, log)
-        submit_to_applied(user, args.sequential)
+        worker = start_worker(emulator.url, log, args.profile)
+        submit_to_applied(user, args.sequential, args.profile)
         sustained(user, args.burst, args.threads)
 
         print("\nThe index follows the mirror (this process, two threads):")
@@ -662,7 +671,7 @@ def main() -> None:
                 print("    worker log (last lines):\n      " + "\n      ".join(tail))
         emulator.stop()
     if args.profile:
-        for phase in ("preview", "follow"):
+        for phase in ("preview", "submit", "worker", "follow"):
             path = Path(f"{args.profile}.{phase}")
             if path.exists():
                 print(f"\nProfile {phase}:")
