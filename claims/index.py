@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from django.db.models import Max, Min
+from django.db.models import Exists, Max, Min, OuterRef
 
 from claims.models import AllocatedDevice, AllocationMode, ClaimRequest, ResourceClaim
 from devices.models import DeviceClass, InventoryChange, Node, ResourceSlice
@@ -117,6 +117,8 @@ class AllocationIndex:
             PoolKey, tuple[set[DeviceKey], dict[DeviceKey, dict[str, Fraction]]]
         ] = {}
         self._assumed: dict[str, set[DeviceKey]] = {}
+        # Attributes published per class: they change only with slices (a rebuild) or classes.
+        self._published_by_class: dict[str, set[str]] = {}
         self._nodes_stale_since: float | None = None
         self._nodes_loaded_at = 0.0
 
@@ -158,6 +160,7 @@ class AllocationIndex:
             self.built_at = time.monotonic()
             self._nodes_loaded_at = self.built_at
             self.builds += 1
+            self._published_by_class = {}
             self._assumed = {}
             self._refresh_assumed()
 
@@ -236,6 +239,7 @@ class AllocationIndex:
                 return
             if reload_classes:
                 self.cluster.classes = self._load_classes()
+                self._published_by_class = {}
             if pools:
                 self._update_pools(pools)
             if (
@@ -279,26 +283,26 @@ class AllocationIndex:
 
     def _refresh_assumed(self) -> None:
         """Reservations written (or being written) by the portal and not yet mirrored."""
-        rows = ClaimRequest.objects.filter(
-            mode=AllocationMode.RESERVATION,
-            state__in=[
-                ClaimRequest.State.ALLOCATING,
-                ClaimRequest.State.APPLIED,
-                ClaimRequest.State.IN_USE,
-            ],
-            allocation__isnull=False,
-        ).values_list("pk", "namespace", "name", "allocation")
-        rows = list(rows)
-        mirrored = set(
-            ResourceClaim.objects.filter(
-                is_allocated=True, name__in={name for _, _, name, _ in rows}
-            ).values_list("namespace", "name")
+        # Runs on every catch_up: PostgreSQL leaves out the reservations the mirror shows, so
+        # the cost follows the few in flight, not every active reservation.
+        mirrored = ResourceClaim.objects.filter(
+            namespace=OuterRef("namespace"), name=OuterRef("name"), is_allocated=True
         )
-        assumed = {
-            str(pk): Placement(allocation=allocation).keys
-            for pk, namespace, name, allocation in rows
-            if (namespace, name) not in mirrored
-        }
+        rows = (
+            ClaimRequest.objects.filter(
+                mode=AllocationMode.RESERVATION,
+                state__in=[
+                    ClaimRequest.State.ALLOCATING,
+                    ClaimRequest.State.APPLIED,
+                    ClaimRequest.State.IN_USE,
+                ],
+                allocation__isnull=False,
+            )
+            .exclude(Exists(mirrored))
+            .order_by()
+            .values_list("pk", "allocation")
+        )
+        assumed = {str(pk): Placement(allocation=allocation).keys for pk, allocation in rows}
         # Keep what this process assumed but has not committed yet (see assume()).
         for request_id, keys in self._assumed.items():
             if request_id.startswith("local:"):
@@ -373,6 +377,8 @@ class AllocationIndex:
             cls = self.cluster.classes.get(device_class)
             if cls is None:
                 return set()
+            if device_class in self._published_by_class:
+                return set(self._published_by_class[device_class])
             request = (
                 self.parse(
                     "index",
@@ -391,11 +397,13 @@ class AllocationIndex:
             assert request is not None
             passing, _ = self.cluster.request_matches(cls, request)
             devices = self.cluster.inventory.devices
-            return {
+            published = {
                 name if "/" in name else f"{devices[uid][0].driver}/{name}"
                 for uid in passing
                 for name in devices[uid][1].attributes
             }
+            self._published_by_class[device_class] = published
+            return set(published)
 
     def class_names(self) -> list[str]:
         with self.lock:
@@ -405,12 +413,14 @@ class AllocationIndex:
 
     def max_memory(self, matched: Iterable[tuple[Any, Any]]) -> int:
         """The largest ``memory`` capacity among devices (bytes; 0 when none publishes one)."""
-        largest = Fraction(0)
+        # Whole bytes as ints: comparing 40,000 Fractions cost ~100 ms a request at S40k.
+        largest = 0
         for _, device in matched:
             capacity = device.capacity.get("memory")
-            if capacity is not None and capacity.value.value > largest:
-                largest = capacity.value.value
-        return int(largest)
+            if capacity is not None:
+                value = capacity.value.value
+                largest = max(largest, value.numerator // value.denominator)
+        return largest
 
 
 _INDEX: AllocationIndex | None = None
