@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -68,6 +68,11 @@ FEATURES = Features(
     device_taints=True,
 )
 NODE_RELOAD_SECONDS = 5.0
+# How far back (in change ids) catch_up looks for changes committed out of id order.
+LOOKBACK = 2000
+# An unsatisfiable placement is explained on at most this many nodes: those with the most
+# free devices the request could use (explaining every node of a large cluster takes seconds).
+EXPLAIN_NODES = 16
 
 
 @dataclass(slots=True)
@@ -120,6 +125,8 @@ class AllocationIndex:
         # Attributes published per class: they change only with slices (a rebuild) or classes.
         self._published_by_class: dict[str, set[str]] = {}
         self._nodes_stale_since: float | None = None
+        self._seen: set[int] = set()
+        self._counts: dict[tuple[str, tuple[str | None, ...]], tuple[int, int]] = {}
         self._nodes_loaded_at = 0.0
 
     # --- building and following the mirror ---------------------------------------------------
@@ -161,6 +168,7 @@ class AllocationIndex:
             self._nodes_loaded_at = self.built_at
             self.builds += 1
             self._published_by_class = {}
+            self._counts = {}
             self._assumed = {}
             self._refresh_assumed()
 
@@ -213,16 +221,25 @@ class AllocationIndex:
             if self.cluster is None:
                 self.rebuild()
                 return
-            changes = list(
-                InventoryChange.objects.after(self.cursor).values_list(
+            # Ids come from a sequence at insert time, so two mirror transactions can commit
+            # out of id order: read back over a trailing window and apply what is new in it,
+            # rather than trusting everything below the cursor to be committed already.
+            changes = [
+                row
+                for row in InventoryChange.objects.after(self.cursor - LOOKBACK).values_list(
                     "id", "scope", "driver", "pool_name"
                 )[:20_000]
-            )
+                if row[0] not in self._seen
+            ]
             if changes and self.cursor:
                 oldest = InventoryChange.objects.aggregate(oldest=Min("id"))["oldest"] or 0
                 if oldest > self.cursor + 1:  # pruned past us: we may have missed changes
                     self.rebuild()
                     return
+            if changes:
+                self._seen.update(row[0] for row in changes)
+                top = max(self.cursor, max(row[0] for row in changes))
+                self._seen = {seen for seen in self._seen if seen > top - LOOKBACK}
             pools: set[PoolKey] = set()
             reload_classes = False
             for _, scope, driver, pool in changes:
@@ -233,13 +250,14 @@ class AllocationIndex:
                 elif scope == InventoryChange.Scope.NODES and self._nodes_stale_since is None:
                     self._nodes_stale_since = time.monotonic()
             if changes:
-                self.cursor = changes[-1][0]
+                self.cursor = max(self.cursor, changes[-1][0])
             if pools and self._slices_changed(pools):
                 self.rebuild()
                 return
             if reload_classes:
                 self.cluster.classes = self._load_classes()
                 self._published_by_class = {}
+                self._counts = {}
             if pools:
                 self._update_pools(pools)
             if (
@@ -353,8 +371,52 @@ class AllocationIndex:
                 return Placement(allocation=allocation, node=outcome.node.name)
             placement = Placement(error=outcome.error)
             if explain:
-                placement.explanations = explain_claims(self.cluster, [claim])
+                placement.explanations = explain_claims(
+                    self.cluster, [claim], among=self._likely_nodes(claim)
+                )
             return placement
+
+    def _likely_nodes(self, claim: ClaimModel) -> set[str] | None:
+        """The nodes worth explaining a failure on: those with the most free devices the
+        claim's requests could use, then those with any matching device (None: all nodes,
+        when the cluster is small enough to explain whole)."""
+        assert self.cluster is not None
+        if len(self.cluster.nodes) <= EXPLAIN_NODES:
+            return None
+        devices = self.cluster.inventory.devices
+        free: Counter[str] = Counter()
+        matching: Counter[str] = Counter()
+        for request in claim.requests:
+            options = [request.exactly] if request.exactly is not None else request.first_available
+            for option in options:
+                if option is None:
+                    continue
+                cls = self.cluster.classes.get(option.device_class_name)
+                passing, _ = self.cluster.request_matches(cls, option)
+                for uid in self.cluster.free_matching(cls, option):
+                    free[devices[uid][0].node_name or ""] += 1
+                for uid in passing:
+                    matching[devices[uid][0].node_name or ""] += 1
+        chosen = [name for name, _ in free.most_common(EXPLAIN_NODES) if name]
+        for name, _ in matching.most_common():
+            if len(chosen) >= EXPLAIN_NODES:
+                break
+            if name and name not in chosen:
+                chosen.append(name)
+        return set(chosen) or {node.name for node in self.cluster.nodes[:EXPLAIN_NODES]}
+
+    def summary(self, device_class: str, request: ExactRequest) -> tuple[int, int]:
+        """(how many devices the class and the request's selectors match, the largest memory
+        among them in bytes), kept until the inventory or the classes change."""
+        key = (device_class, tuple(request.selectors))
+        with self.lock:
+            self.catch_up()
+            found = self._counts.get(key)
+            if found is None:
+                matched, _, _ = self.matching(device_class, request)
+                found = (len(matched), self.max_memory(matched))
+                self._counts[key] = found
+            return found
 
     def matching(
         self, device_class: str, request: ExactRequest

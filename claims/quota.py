@@ -115,8 +115,7 @@ class _Estimates:
                 )
                 request = claim.requests[0].exactly
                 assert request is not None
-                matched, _, _ = index().matching(device_class, request)
-                self.cache[key] = (len(matched), index().max_memory(matched))
+                self.cache[key] = index().summary(device_class, request)
             except (InvalidObject, AssertionError):
                 self.cache[key] = (0, 0)
         return self.cache[key]

@@ -157,9 +157,9 @@ def prepare(
     request = parsed.requests[0]
     first = request.exactly if request.exactly is not None else request.first_available[0]
     if not claim.admin_access:
-        matched, _, _ = index().matching(first.device_class_name, first)
-        devices = len(matched) if claim.count is None else claim.count or 0
-        memory = devices * index().max_memory(matched)
+        matching, largest = index().summary(first.device_class_name, first)
+        devices = matching if claim.count is None else claim.count or 0
+        memory = devices * largest
     return namespace, spec, mode, devices, memory
 
 

@@ -50,7 +50,7 @@ from portal.services.audit import record_event
 __all__ = [
     "apply_request",
     "manifest",
-    "recent_reservations",
+    "conflicted_reservations",
     "release_request",
     "resume_requests",
     "sync_requests",
@@ -369,15 +369,30 @@ def _gone(request: ClaimRequest) -> bool:
     return False
 
 
-def recent_reservations() -> list[str]:
-    """Reservations written within the conflict window: worth checking again."""
+def conflicted_reservations() -> list[str]:
+    """Reservations written within the conflict window whose devices another claim in the
+    mirror also holds: one query for all of them (the cheap check that runs after every
+    apply; only these go on to :func:`verify_reservation`)."""
     since = timezone.now() - CONFLICT_WINDOW
-    return [
-        str(pk)
-        for pk in ClaimRequest.objects.filter(
-            mode=AllocationMode.RESERVATION, state=State.APPLIED, applied_at__gte=since
-        ).values_list("pk", flat=True)
-    ]
+    owners: dict[tuple[str, str, str], tuple[str, str, str]] = {}
+    for pk, namespace, name, allocation in ClaimRequest.objects.filter(
+        mode=AllocationMode.RESERVATION,
+        state=State.APPLIED,
+        applied_at__gte=since,
+        allocation__isnull=False,
+    ).values_list("pk", "namespace", "name", "allocation"):
+        for key in Placement(allocation=allocation).keys:
+            owners[key] = (str(pk), namespace, name)
+    if not owners:
+        return []
+    conflicted = set()
+    for *key, namespace, name in AllocatedDevice.objects.filter(
+        admin_access=False, share_id="", device_name__in={key[2] for key in owners}
+    ).values_list("driver", "pool", "device_name", "claim__namespace", "claim__name"):
+        owner = owners.get((key[0], key[1], key[2]))
+        if owner is not None and (namespace, name) != owner[1:]:
+            conflicted.add(owner[0])
+    return sorted(conflicted)
 
 
 def resume_requests() -> list[str]:

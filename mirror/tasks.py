@@ -25,6 +25,7 @@ VERIFY_AFTER = 5
 
 __all__ = [
     "apply_claim_request",
+    "check_reservations",
     "ensure_watchers",
     "expire_claim_leases",
     "refresh_device_classes",
@@ -88,7 +89,7 @@ def apply_claim_request(self: Any, request_id: str) -> str:
         _retry_later(self, error)
         return "waiting for the API server"
     if outcome == "applied":
-        verify_claim_reservation.apply_async((request_id,), countdown=VERIFY_AFTER)
+        check_reservations.apply_async(countdown=VERIFY_AFTER)
     return outcome
 
 
@@ -110,6 +111,16 @@ def release_claim_request(self: Any, request_id: str) -> str:
         return "waiting for the API server"
 
 
+@shared_task(name="claims.check_reservations", ignore_result=True)
+def check_reservations() -> list[str]:
+    """One query over the reservations written within the conflict window; those another
+    claim also holds a device of are moved (``verify_claim_reservation``)."""
+    conflicted = requests.conflicted_reservations()
+    for request_id in conflicted:
+        verify_claim_reservation.delay(request_id)
+    return conflicted
+
+
 @shared_task(name="claims.expire_leases", ignore_result=True)
 def expire_claim_leases() -> int:
     """Beat: release requests whose lease ended."""
@@ -121,8 +132,7 @@ def sync_claim_requests() -> dict[str, int]:
     """Beat: follow the mirror (in use, deleted outside the portal), re-check recent
     reservations for conflicts, and prune the inventory change log."""
     counts = requests.sync_requests()
-    for request_id in requests.recent_reservations():
-        verify_claim_reservation.delay(request_id)
+    check_reservations.delay()
     InventoryChange.objects.prune()
     return counts
 

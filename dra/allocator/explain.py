@@ -10,7 +10,7 @@ verdict stays authoritative.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,10 +146,19 @@ def explain_case(case: Mapping[str, Any]) -> list[RequestExplanation]:
 
 
 def explain_claims(
-    cluster: Cluster, claims: list[ResourceClaim], node_name: str | None = None
+    cluster: Cluster,
+    claims: list[ResourceClaim],
+    node_name: str | None = None,
+    *,
+    among: Collection[str] | None = None,
 ) -> list[RequestExplanation]:
-    """:func:`explain_case` on a long-lived cluster (the portal's warm index)."""
-    nodes = [node for node in cluster.nodes if node_name is None or node.name == node_name]
+    """:func:`explain_case` on a long-lived cluster (the portal's warm index). ``among``: only
+    look at these nodes (a large cluster's likeliest ones), instead of every node."""
+    nodes = [
+        node
+        for node in cluster.nodes
+        if (node_name is None or node.name == node_name) and (among is None or node.name in among)
+    ]
     explanations = []
     for claim in claims:
         for request in claim.requests:

@@ -85,3 +85,29 @@ def test_an_ended_lease_releases_the_claim(live, bob):
     assert expire_leases(now=request.expires_at) == 1
     request.refresh_from_db()
     assert request.state == ClaimRequest.State.EXPIRED
+
+
+def test_a_change_committed_out_of_id_order_is_not_skipped(live):
+    _, cluster, _ = live
+    from devices.models import InventoryChange
+
+    free = _free_h100s()
+    placement = index().place(index().parse("gpu-test3", "late", ONE_H100))
+    driver, pool, _ = next(iter(placement.keys))
+    # Another transaction took the next id first but commits after a later one.
+    late_id = InventoryChange.objects.create(scope="pool", driver="x", pool_name="y").pk + 1
+    InventoryChange.objects.create(id=late_id + 1, scope="pool", driver="x", pool_name="y")
+    index().catch_up()
+    claim = cluster.create(
+        Kind.RESOURCE_CLAIMS,
+        {"metadata": {"name": "late", "namespace": "gpu-test3"}, "spec": ONE_H100},
+    )
+    claim["status"] = {"allocation": placement.allocation}
+    cluster.replace_status(Kind.RESOURCE_CLAIMS, claim)
+    # Mirror the claim by hand, logging its pool under the earlier id.
+    from mirror.store import load
+
+    load([{**cluster.get(Kind.RESOURCE_CLAIMS, "late", "gpu-test3"), "kind": "ResourceClaim"}])
+    InventoryChange.objects.filter(id__gt=late_id + 1).delete()
+    InventoryChange.objects.create(id=late_id, scope="pool", driver=driver, pool_name=pool)
+    assert _free_h100s() == free - 1

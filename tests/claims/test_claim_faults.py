@@ -94,6 +94,7 @@ def test_a_conflicting_scheduler_allocation_is_detected_resolved_and_recorded(li
     }
     cluster.replace_status(Kind.RESOURCE_CLAIMS, other)
     resync()
+    assert requests.conflicted_reservations() == [str(request.pk)]
     assert requests.verify_reservation(str(request.pk)) == "conflict: moved"
     request.refresh_from_db()
     assert request.conflicts == 1
@@ -104,6 +105,7 @@ def test_a_conflicting_scheduler_allocation_is_detected_resolved_and_recorded(li
     event = AuditEvent.objects.get(action=AuditEvent.Action.CLAIM_CONFLICT)
     assert event.before["held_by"] == ["gpu-test3/scheduled-meanwhile"]
     resync()
+    assert requests.conflicted_reservations() == []
     assert requests.verify_reservation(str(request.pk)) == "ok"
 
 
