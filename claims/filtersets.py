@@ -5,10 +5,10 @@ from __future__ import annotations
 import django_filters
 from django.db.models import Exists, OuterRef, QuerySet
 
-from claims.models import AllocatedDevice, ResourceClaim
+from claims.models import AllocatedDevice, ClaimRequest, ResourceClaim
 from devices.filtersets import search_box
 
-__all__ = ["ResourceClaimFilterSet"]
+__all__ = ["ClaimRequestFilterSet", "ResourceClaimFilterSet"]
 
 State = ResourceClaim.State
 
@@ -49,3 +49,22 @@ class ResourceClaimFilterSet(django_filters.FilterSet):
         counts over ``allocated_devices`` are not multiplied by a join)."""
         results = AllocatedDevice.objects.filter(claim=OuterRef("pk"), driver=value)
         return queryset.filter(Exists(results))
+
+
+class ClaimRequestFilterSet(django_filters.FilterSet):
+    """The claim requests list (My claims)."""
+
+    q = django_filters.CharFilter(
+        field_name="name",
+        lookup_expr="icontains",
+        label="Search claims",
+        widget=search_box("Search claims"),
+    )
+    state = django_filters.ChoiceFilter(
+        choices=ClaimRequest.State.choices, label="State", empty_label="Any state"
+    )
+    namespace = django_filters.CharFilter(field_name="namespace", label="Namespace")
+
+    class Meta:
+        model = ClaimRequest
+        fields = ["q", "state", "namespace"]
