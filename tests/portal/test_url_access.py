@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from claims.models import ClaimRequest
 from devices.models import Device, ResourceSlice
 from mirror.models import MirrorStatus
 from portal.models import AuditEvent
@@ -32,6 +33,8 @@ CLUSTER_WIDE = {
     "api:resourceslice-detail",
 }
 STAFF_ONLY = {"api:mirrorstatus-detail"}
+# Actions that only answer POST (a GET is 405 before the object is looked up).
+POST_ONLY = ("-revoke", "-release", "-renew")
 
 
 def _walk(patterns: list[Any], namespace: str = "") -> Iterator[tuple[str, list[str]]]:
@@ -67,7 +70,18 @@ def team_a_objects(alice, team_a):
     load_fixture_cluster()  # gpu-test1 (team-a) holds claims of the demo cluster
     MirrorStatus.objects.create(kind="nodes")
     device = Device.objects.get(node_name="dgx-h100-01", name="gpu-0", driver="gpu.nvidia.com")
+    claim_request = ClaimRequest.objects.create(
+        tenant=team_a,
+        namespace="gpu-test1",
+        name="held",
+        device_class_name="gpu.nvidia.com",
+        mode="scheduler",
+        spec={"devices": {"requests": []}},
+        state=ClaimRequest.State.APPLIED,
+        requested_by=alice,
+    )
     return {
+        "claim_request": claim_request.pk,
         "slug": team_a.slug,
         "token": token.pk,
         "quota": team_a.quotas.first().pk,
@@ -93,6 +107,9 @@ def sample_kwargs(name: str, params: tuple[str, ...], objects: dict[str, Any]) -
         "api:mirrorstatus-detail": {"kind": "nodes"},
         "resourceclaim-detail": {"namespace": "gpu-test1", "name": "pod1-gpu-nscrq"},
         "api:resourceclaim-detail": {"key": "gpu-test1/pod1-gpu-nscrq"},
+        "claimrequest-detail": {"pk": objects["claim_request"]},
+        "claimrequest-release": {"pk": objects["claim_request"]},
+        "claimrequest-renew": {"pk": objects["claim_request"]},
     }
     if name in by_name:
         return by_name[name]
@@ -135,7 +152,7 @@ def test_another_tenant_never_sees_team_a_objects(client_as, carol, team_a_objec
         if not params:
             continue
         url = reverse(name, kwargs=sample_kwargs(name, params, team_a_objects))
-        response = client.post(url) if name.endswith("-revoke") else client.get(url)
+        response = client.post(url) if name.endswith(POST_ONLY) else client.get(url)
         expected = 200 if name in CLUSTER_WIDE else 403 if name in STAFF_ONLY else 404
         assert response.status_code == expected, f"{url} answered {response.status_code} to carol"
         checked += 1
