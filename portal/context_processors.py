@@ -39,9 +39,10 @@ def navigation(request: HttpRequest) -> dict[str, Any]:
         except NoReverseMatch:
             continue
         # An entry is active on its own page, and on its siblings' pages (same URL name
-        # prefix) that have no entry of their own.
+        # prefix) that have no entry of their own; a "new" form only on its own page.
         active = current == url_name or (
             current is not None
+            and not url_name.endswith("-new")
             and current not in _ENTRIES
             and current.split("-")[0] == url_name.split("-")[0]
         )
