@@ -52,6 +52,8 @@ class ResourceClaimFilterSet(django_filters.FilterSet):
 
 
 class ClaimRequestFilterSet(django_filters.FilterSet):
+    """The claim requests list (My claims) and the API's ``?field=`` parameters."""
+
     q = django_filters.CharFilter(
         field_name="name",
         lookup_expr="icontains",

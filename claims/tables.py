@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import django_tables2 as tables
 from django.utils.html import format_html
+from django.utils.timezone import localtime
 
-from claims.models import ResourceClaim
+from claims.models import ClaimRequest, ResourceClaim
+from portal.durations import format_duration
 
-__all__ = ["ResourceClaimTable", "claim_state_badge", "device_count_text"]
+__all__ = [
+    "ClaimRequestTable",
+    "ResourceClaimTable",
+    "claim_state_badge",
+    "device_count_text",
+    "request_state_badge",
+]
 
 STATE_CLASSES = {
     ResourceClaim.State.PENDING: "text-bg-light border",
@@ -70,3 +78,77 @@ class ResourceClaimTable(tables.Table):
 
     def render_device_count(self, record: ResourceClaim) -> str:
         return device_count_text(record.device_count, record.observed_device_count)  # type: ignore[attr-defined]
+
+
+REQUEST_STATE_CLASSES = {
+    ClaimRequest.State.SUBMITTED: "text-bg-light border",
+    ClaimRequest.State.ALLOCATING: "text-bg-light border",
+    ClaimRequest.State.APPLIED: "state-allocated",
+    ClaimRequest.State.IN_USE: "state-free",
+    ClaimRequest.State.RELEASING: "state-tainted",
+    ClaimRequest.State.RELEASED: "text-bg-secondary",
+    ClaimRequest.State.EXPIRED: "text-bg-secondary",
+    ClaimRequest.State.FAILED: "text-bg-danger",
+}
+
+
+def request_state_badge(request: ClaimRequest) -> str:
+    state = ClaimRequest.State(request.state)
+    return format_html(
+        '<span class="badge {}" data-state="{}">{}</span>',
+        REQUEST_STATE_CLASSES[state],
+        state.value,
+        state.label,
+    )
+
+
+class ClaimRequestTable(tables.Table):
+    """The claim requests a user may see (My claims)."""
+
+    name = tables.Column(linkify=True, attrs={"td": {"class": "fw-medium"}})
+    namespace = tables.Column(attrs={"td": {"class": "text-nowrap"}})
+    state = tables.Column()
+    device_class_name = tables.Column(verbose_name="Device class")
+    devices = tables.Column(
+        empty_values=(),
+        orderable=False,
+        verbose_name="Devices",
+        attrs={"td": {"class": "text-end text-nowrap"}, "th": {"class": "text-end"}},
+    )
+    mode = tables.Column()
+    expires_at = tables.DateTimeColumn(
+        format="Y-m-d H:i", verbose_name="Lease ends", attrs={"td": {"class": "text-nowrap"}}
+    )
+    created_at = tables.DateTimeColumn(
+        format="Y-m-d H:i", verbose_name="Created", attrs={"td": {"class": "text-nowrap"}}
+    )
+
+    class Meta:
+        model = ClaimRequest
+        fields = [
+            "name",
+            "namespace",
+            "state",
+            "device_class_name",
+            "devices",
+            "mode",
+            "expires_at",
+            "created_at",
+        ]
+        attrs = {"class": "table table-hover align-middle mb-0"}
+        empty_text = "No claim matches."
+
+    def render_state(self, record: ClaimRequest) -> str:
+        return request_state_badge(record)
+
+    def render_devices(self, record: ClaimRequest) -> str:
+        return record.count_label
+
+    def render_expires_at(self, record: ClaimRequest, value: object) -> str:
+        if record.expires_at is None:
+            return "no lease"
+        return format_html(
+            '<span title="lease {}">{}</span>',
+            format_duration(record.lease) if record.lease else "",
+            localtime(record.expires_at).strftime("%Y-%m-%d %H:%M"),
+        )

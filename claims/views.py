@@ -10,10 +10,11 @@ from django.http import HttpRequest, HttpResponse
 from claims.access import get_claim_for_user
 from claims.filtersets import ResourceClaimFilterSet
 from claims.models import AllocatedDevice, ResourceClaim
+from claims.preview import explain_spec
 from claims.tables import ResourceClaimTable, claim_state_badge
 from devices.models import Pod
 from devices.views.devices import pretty_json
-from dra.model import selector_expressions
+from dra.model import InvalidObject, selector_expressions
 from portal.htmx import render_list, render_page, wants_fragment
 
 __all__ = ["resourceclaim_detail", "resourceclaim_list"]
@@ -80,6 +81,23 @@ def _requests(claim: ResourceClaim) -> list[dict[str, Any]]:
     return rows
 
 
+def _why_pending(claim: ResourceClaim) -> dict[str, Any] | None:
+    """For a claim that is not allocated: would the allocator place it now, and if not, the
+    explanation funnel (advice from the portal's index; the scheduler decides)."""
+    if claim.is_allocated or claim.is_deleting:
+        return None
+    try:
+        placement, explanations = explain_spec(claim.namespace, claim.name, claim.spec)
+    except InvalidObject as error:
+        return {"fits": False, "error": str(error), "explanations": []}
+    return {
+        "fits": placement.allocation is not None,
+        "node": placement.node,
+        "error": placement.error,
+        "explanations": explanations,
+    }
+
+
 @login_required
 def resourceclaim_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
     claim = get_claim_for_user(request.user, namespace, name)
@@ -106,5 +124,6 @@ def resourceclaim_detail(request: HttpRequest, namespace: str, name: str) -> Htt
         if claim.allocation_node_selector
         else "",
         "raw_json": pretty_json(claim.raw),
+        "pending": _why_pending(claim),
     }
     return render_page(request, "claims/resourceclaim_detail.html", "claim-status", context)

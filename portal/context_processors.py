@@ -17,9 +17,12 @@ NAVIGATION = [
     ("Devices", "device-list", "gpu-card", False),
     ("Device classes", "deviceclass-list", "diagram-3", False),
     ("Claims", "resourceclaim-list", "ticket-detailed", False),
+    ("My claims", "claimrequest-list", "inboxes", False),
+    ("New claim", "claimrequest-new", "plus-circle", False),
     ("Tenants & quotas", "tenant-list", "people", False),
     ("Mirror", "mirror-status", "arrow-repeat", True),
 ]
+_ENTRIES = {url_name for _, url_name, _, _ in NAVIGATION}
 
 
 def navigation(request: HttpRequest) -> dict[str, Any]:
@@ -35,6 +38,13 @@ def navigation(request: HttpRequest) -> dict[str, Any]:
             url = reverse(url_name)
         except NoReverseMatch:
             continue
-        active = current is not None and current.split("-")[0] == url_name.split("-")[0]
+        # An entry is active on its own page, and on its siblings' pages (same URL name
+        # prefix) that have no entry of their own; a "new" form only on its own page.
+        active = current == url_name or (
+            current is not None
+            and not url_name.endswith("-new")
+            and current not in _ENTRIES
+            and current.split("-")[0] == url_name.split("-")[0]
+        )
         items.append({"label": label, "url": url, "icon": icon, "active": active})
     return {"navigation": items}

@@ -69,24 +69,25 @@ def team_a_objects(alice, team_a):
     )
     load_fixture_cluster()  # gpu-test1 (team-a) holds claims of the demo cluster
     MirrorStatus.objects.create(kind="nodes")
+    device = Device.objects.get(node_name="dgx-h100-01", name="gpu-0", driver="gpu.nvidia.com")
     claim_request = ClaimRequest.objects.create(
         tenant=team_a,
         namespace="gpu-test1",
-        name="train",
+        name="held",
         device_class_name="gpu.nvidia.com",
         mode="scheduler",
-        spec={},
+        spec={"devices": {"requests": []}},
+        state=ClaimRequest.State.APPLIED,
         requested_by=alice,
     )
-    device = Device.objects.get(node_name="dgx-h100-01", name="gpu-0", driver="gpu.nvidia.com")
     return {
+        "claim_request": claim_request.pk,
         "slug": team_a.slug,
         "token": token.pk,
         "quota": team_a.quotas.first().pk,
         "auditevent": event.pk,
         "device": device.natural_key_kwargs,
         "resource_slice": ResourceSlice.objects.filter(node_name="dgx-h100-01").first().name,
-        "claimrequest": claim_request.pk,
     }
 
 
@@ -106,9 +107,12 @@ def sample_kwargs(name: str, params: tuple[str, ...], objects: dict[str, Any]) -
         "api:mirrorstatus-detail": {"kind": "nodes"},
         "resourceclaim-detail": {"namespace": "gpu-test1", "name": "pod1-gpu-nscrq"},
         "api:resourceclaim-detail": {"key": "gpu-test1/pod1-gpu-nscrq"},
-        "api:claimrequest-detail": {"pk": objects["claimrequest"]},
-        "api:claimrequest-release": {"pk": objects["claimrequest"]},
-        "api:claimrequest-renew": {"pk": objects["claimrequest"]},
+        "api:claimrequest-detail": {"pk": objects["claim_request"]},
+        "api:claimrequest-release": {"pk": objects["claim_request"]},
+        "api:claimrequest-renew": {"pk": objects["claim_request"]},
+        "claimrequest-detail": {"pk": objects["claim_request"]},
+        "claimrequest-release": {"pk": objects["claim_request"]},
+        "claimrequest-renew": {"pk": objects["claim_request"]},
     }
     if name in by_name:
         return by_name[name]

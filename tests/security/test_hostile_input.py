@@ -36,6 +36,7 @@ PAGES_WITH_A_NAME = [
     "/device-classes/%00/",
     "/claims/%00/x/",
     "/claims/team-a-dev/%00/",
+    "/claims/requests/%00/",
     "/tenants/%00/",
 ]
 

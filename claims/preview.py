@@ -1,0 +1,305 @@
+"""The live preview of a claim request: what the form would ask for, checked against the
+inventory as the user types (advice only; ``submit_request`` decides).
+
+Every check is ``claims.services.prepare``'s (so the preview and the submission can never
+disagree about what is wrong); the counts come from the warm index (``index().matching``,
+one CEL evaluation per device shape, cached), and "would it fit now?" from ``index().place``
+with its explanation funnel when it would not. Nothing is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+from claims.index import index
+from claims.quota import check_quota
+from claims.services import prepare
+from claims.specs import PRESETS, REQUEST_NAME, ClaimInput, SpecErrors, resolve_preset
+from dra.cel import compile_selector
+from dra.model import InvalidObject
+from dra.quantity import QuantityError, parse_quantity
+
+__all__ = ["STAGE_LABELS", "FunnelStage", "Preview", "preset_availability", "preview", "to_yaml"]
+
+TOP_NODES = 5
+# The explanation funnel's stages (dra.allocator.explain.STAGES), in words.
+STAGE_LABELS = {
+    "visible": "reachable from the node",
+    "class": "of the device class",
+    "selectors": "matching the selectors",
+    "free": "free",
+    "capacity": "with enough capacity",
+    "tolerated": "taints tolerated",
+    "constraints": "meeting the constraints",
+}
+
+
+@dataclass(slots=True)
+class FunnelStage:
+    name: str
+    label: str
+    count: int
+    is_blocking: bool
+
+
+@dataclass(slots=True)
+class Explanation:
+    request: str
+    node: str | None
+    stages: list[FunnelStage]
+    blocking_stage: str | None
+    errors: list[str]
+
+
+@dataclass(slots=True)
+class Preview:
+    """What the preview panel shows; ``errors`` maps form fields to messages."""
+
+    errors: dict[str, list[str]] = field(default_factory=dict)
+    device_class: str = ""
+    matched: int | None = None  # devices of the class passing the selectors
+    free: int | None = None
+    nodes: list[tuple[str, int, int]] = field(default_factory=list)  # (node, matched, free)
+    hints: list[str] = field(default_factory=list)
+    mode: str = ""
+    held_devices: int = 0
+    quota_problems: list[str] = field(default_factory=list)
+    fits: bool | None = None  # None: not checked (the input has errors)
+    node: str | None = None
+    devices: list[dict[str, str]] = field(default_factory=list)  # driver, pool, device
+    placement_error: str | None = None
+    explanations: list[Explanation] = field(default_factory=list)
+    manifest: str = ""
+    pod: str = ""
+
+    @property
+    def is_valid(self) -> bool:
+        return not self.errors
+
+
+def to_yaml(document: Any) -> str:
+    """YAML when PyYAML is installed (it is, through the dependencies), JSON otherwise."""
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover - PyYAML ships with the dependencies
+        return json.dumps(document, indent=2)
+    return str(yaml.safe_dump(document, sort_keys=False, default_flow_style=False))
+
+
+def _manifests(claim: ClaimInput, spec: dict[str, Any]) -> tuple[str, str]:
+    """The ResourceClaim (or ResourceClaimTemplate) and a Pod using it, as YAML."""
+    metadata = {"name": claim.name, "namespace": claim.namespace}
+    if claim.sharing == "template":
+        manifest = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": metadata,
+            "spec": {"spec": spec},
+        }
+        reference = {"name": "devices", "resourceClaimTemplateName": claim.name}
+    else:
+        manifest = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": metadata,
+            "spec": spec,
+        }
+        reference = {"name": "devices", "resourceClaimName": claim.name}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"{claim.name}-job"[:63], "namespace": claim.namespace},
+        "spec": {
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "nvcr.io/nvidia/cuda:12.8.0-base-ubuntu24.04",
+                    "command": ["nvidia-smi", "-L"],
+                    "resources": {"claims": [{"name": "devices"}]},
+                }
+            ],
+            "resourceClaims": [reference],
+        },
+    }
+    return to_yaml(manifest), to_yaml(pod)
+
+
+def _class_devices(device_class: str, selectors: tuple[str, ...] = ()) -> Any:
+    """(matched (slice, device) pairs, free uids) of a class and selectors, or None when the
+    class is unknown or a selector does not compile."""
+    if not device_class or any(compile_selector(s).error is not None for s in selectors):
+        return None
+    spec = {
+        "devices": {
+            "requests": [
+                {
+                    "name": REQUEST_NAME,
+                    "exactly": {
+                        "deviceClassName": device_class,
+                        "selectors": [{"cel": {"expression": s}} for s in selectors],
+                    },
+                }
+            ]
+        }
+    }
+    try:
+        request = index().parse("preview", "preview", spec).requests[0].exactly
+    except (InvalidObject, IndexError):
+        return None
+    if request is None or device_class not in index().class_names():
+        return None
+    matched, free, _ = index().matching(device_class, request)
+    return matched, free
+
+
+def _node_of(resource_slice: Any, device: Any) -> str:
+    return resource_slice.node_name or device.node_name or "(shared by several nodes)"
+
+
+def _hints(device_class: str, selectors: tuple[str, ...]) -> list[str]:
+    """What the selectors read that the class's devices do not publish, and the values the
+    capacities they read take (so ``memory >= 80Gi`` on 81559Mi devices explains itself)."""
+    everything = _class_devices(device_class)
+    if everything is None:
+        return []
+    matched, _ = everything
+    attributes: set[str] = set()
+    capacities: dict[str, Counter[str]] = {}
+    for resource_slice, device in matched:
+        for name in device.attributes:
+            attributes.add(name if "/" in name else f"{resource_slice.driver}/{name}")
+        for name, capacity in device.capacity.items():
+            qualified = name if "/" in name else f"{resource_slice.driver}/{name}"
+            capacities.setdefault(qualified, Counter())[str(capacity.value)] += 1
+    hints: list[str] = []
+    for expression in selectors:
+        compiled = compile_selector(expression)
+        if compiled.error is not None or compiled.reads is None:
+            continue
+        for path in sorted(compiled.reads.paths):
+            if len(path) != 3:
+                continue
+            kind, domain, identifier = path
+            qualified = f"{domain}/{identifier}"
+            if kind == "attr" and qualified not in attributes:
+                hints.append(
+                    f"No device of class {device_class} publishes the attribute {qualified}."
+                )
+            elif kind == "cap" and qualified not in capacities:
+                hints.append(
+                    f"No device of class {device_class} publishes the capacity {qualified}."
+                )
+            elif kind == "cap":
+                values = ", ".join(
+                    f"{value}{_in_gib(value)} on {count} device{'s' if count != 1 else ''}"
+                    for value, count in capacities[qualified].most_common(5)
+                )
+                hints.append(f"Devices of class {device_class} publish {identifier} {values}.")
+    return list(dict.fromkeys(hints))
+
+
+def _in_gib(value: str) -> str:
+    """`` (79.6 GiB)`` for a quantity of a GiB or more (what a user compares with ``80Gi``)."""
+    try:
+        amount = parse_quantity(value).value
+    except QuantityError:
+        return ""
+    return f" ({float(amount) / 2**30:.1f} GiB)" if amount >= 2**30 else ""
+
+
+def preset_availability(device_class: str) -> dict[str, str]:
+    """Per constraint preset: "" when the class's devices publish its attribute, else why it
+    is unavailable."""
+    if not device_class or device_class not in index().class_names():
+        return dict.fromkeys(PRESETS, "Choose a device class first.")
+    published = index().class_published(device_class)
+    return {
+        key: ""
+        if resolve_preset(key, published) is not None
+        else f"No device of class {device_class} publishes {' or '.join(names)}."
+        for key, (_, names) in PRESETS.items()
+    }
+
+
+def _explanations(placement: Any) -> list[Explanation]:
+    out = []
+    for explanation in placement.explanations:
+        blocking = explanation.blocking_stage
+        out.append(
+            Explanation(
+                request=explanation.request,
+                node=explanation.node,
+                stages=[
+                    FunnelStage(stage, label, explanation.counts.get(stage, 0), stage == blocking)
+                    for stage, label in STAGE_LABELS.items()
+                ],
+                blocking_stage=blocking,
+                errors=list(explanation.errors),
+            )
+        )
+    return out
+
+
+def explain_spec(namespace: str, name: str, spec: dict[str, Any]) -> tuple[Any, list[Explanation]]:
+    """(placement, explanations) of a claim's spec against the inventory now."""
+    claim = index().parse(namespace, name, spec)
+    placement = index().place(claim)
+    return placement, _explanations(placement)
+
+
+def preview(user: AbstractBaseUser | AnonymousUser, claim: ClaimInput) -> Preview:
+    """See the module docstring."""
+    result = Preview(device_class=claim.device_class_name)
+    prepared = None
+    try:
+        prepared = prepare(user, claim)
+    except SpecErrors as error:
+        result.errors = error.errors
+    counted = _class_devices(claim.device_class_name, claim.selectors)
+    if counted is not None:
+        matched, free = counted
+        result.matched = len(matched)
+        result.free = len(free)
+        per_node: dict[str, list[int]] = {}
+        for resource_slice, device in matched:
+            per_node.setdefault(_node_of(resource_slice, device), [0, 0])[0] += 1
+        devices = index().cluster.inventory.devices if index().cluster else {}
+        for uid in free:
+            resource_slice, device = devices[uid]
+            per_node.setdefault(_node_of(resource_slice, device), [0, 0])[1] += 1
+        ranked = sorted(per_node.items(), key=lambda item: (-item[1][1], -item[1][0], item[0]))
+        result.nodes = [(node, counts[0], counts[1]) for node, counts in ranked[:TOP_NODES]]
+        result.hints = _hints(claim.device_class_name, claim.selectors)
+    if prepared is None:
+        return result
+    namespace, spec, mode, held_devices, held_memory = prepared
+    result.mode = str(mode)
+    result.held_devices = held_devices
+    if not claim.admin_access:
+        check = check_quota(
+            namespace.tenant,
+            claim.device_class_name,
+            devices=held_devices,
+            memory_bytes=held_memory,
+        )
+        result.quota_problems = check.problems
+    result.manifest, result.pod = _manifests(claim, spec)
+    try:
+        placement, result.explanations = explain_spec(claim.namespace, claim.name, spec)
+    except InvalidObject as error:
+        result.placement_error = str(error)
+        result.fits = False
+        return result
+    result.fits = placement.allocation is not None
+    result.node = placement.node
+    result.placement_error = placement.error
+    results = ((placement.allocation or {}).get("devices") or {}).get("results") or []
+    result.devices = [
+        {"driver": r["driver"], "pool": r["pool"], "device": r["device"]} for r in results
+    ]
+    return result

@@ -1,0 +1,315 @@
+"""Self-service claim pages: My claims, New claim (with its live preview), one request, and
+its release and renew actions. Thin views (STYLE §5): parse → gate → service → respond."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from claims.access import get_request_for_user
+from claims.filtersets import ClaimRequestFilterSet
+from claims.forms import ALTERNATIVE_ROWS, ClaimRequestForm, RenewForm
+from claims.models import ClaimRequest, ResourceClaim
+from claims.preview import Preview, preset_availability, preview, to_yaml
+from claims.services import release_request, renew_request, submit_request
+from claims.specs import PRESETS, SpecErrors
+from claims.tables import ClaimRequestTable, request_state_badge
+from devices.models import Pod
+from portal.durations import format_duration, parse_duration
+from portal.htmx import render_list, render_page, wants_fragment
+from portal.models import AuditEvent, Quota, Tenant
+
+__all__ = [
+    "claimrequest_detail",
+    "claimrequest_list",
+    "claimrequest_new",
+    "claimrequest_preview",
+    "claimrequest_release",
+    "claimrequest_renew",
+]
+
+FORM_TEMPLATE = "claims/claimrequest_form.html"
+DETAIL_TEMPLATE = "claims/claimrequest_detail.html"
+
+
+def _hx_redirect(request: HttpRequest, url: str) -> HttpResponse:
+    """After a successful POST: ``HX-Location`` for htmx, a plain redirect otherwise."""
+    if wants_fragment(request):
+        response = HttpResponse(status=204)
+        response["HX-Location"] = url
+        return response
+    return redirect(url)
+
+
+@login_required
+def claimrequest_list(request: HttpRequest) -> HttpResponse:
+    visible = ClaimRequest.objects.visible_to(request.user)
+
+    def filter_choices() -> dict[str, Any]:
+        namespaces = visible.order_by("namespace").values_list("namespace", flat=True)
+        return {"namespace": ("All namespaces", list(namespaces.distinct()))}
+
+    return render_list(
+        request,
+        filterset=ClaimRequestFilterSet(request.GET, queryset=visible),
+        table_class=ClaimRequestTable,
+        template="claims/claimrequest_list.html",
+        fragment="claimrequest-table",
+        filter_choices=filter_choices,
+    )
+
+
+def _form_context(form: ClaimRequestForm, result: Preview | None) -> dict[str, Any]:
+    device_class = form.data.get("device_class") or form.initial.get("device_class") or ""
+    availability = preset_availability(device_class)
+    return {
+        "form": form,
+        "preview": result,
+        "presets": [
+            {"key": "", "label": "None", "reason": ""},
+            *(
+                {"key": key, "label": label, "reason": availability.get(key, "")}
+                for key, (label, _) in PRESETS.items()
+            ),
+        ],
+        "alternative_rows": [
+            (form[f"alt{n}_device_class"], form[f"alt{n}_count"], form[f"alt{n}_selectors"])
+            for n in range(1, ALTERNATIVE_ROWS + 1)
+        ],
+        "class_modes": form.class_modes,
+    }
+
+
+def _preview_of(form: ClaimRequestForm) -> Preview | None:
+    claim = form.partial_claim_input()
+    return None if claim is None else preview(form.user, claim)
+
+
+@login_required
+def claimrequest_new(request: HttpRequest) -> HttpResponse:
+    """GET: the empty form. POST: submit; errors come back on the form (422), nothing made."""
+    if request.method != "POST":
+        initial = {"namespace": request.GET.get("namespace", ""), "device_class": ""}
+        form = ClaimRequestForm(user=request.user, initial=initial)
+        return render_page(request, FORM_TEMPLATE, "claim-preview", _form_context(form, None))
+    form = ClaimRequestForm(request.POST, user=request.user)
+    if form.is_valid():
+        try:
+            created = submit_request(
+                user=request.user,
+                claim=form.to_claim_input(),
+                idempotency_key=form.cleaned_data.get("idempotency_key", ""),
+            )
+        except SpecErrors as error:
+            form.add_spec_errors(error.errors)
+        else:
+            messages.success(request, f"Claim {created} requested.")
+            return _hx_redirect(request, created.get_absolute_url())
+    bound = ClaimRequestForm(request.POST, user=request.user)
+    return render_page(
+        request,
+        FORM_TEMPLATE,
+        "claim-preview",
+        _form_context(form, _preview_of(bound)),
+        status=422,
+    )
+
+
+@login_required
+def claimrequest_preview(request: HttpRequest) -> HttpResponse:
+    """The preview panel for the form's current values (htmx, while typing); the whole form
+    page with that preview otherwise."""
+    data = request.POST if request.method == "POST" else request.GET
+    form = ClaimRequestForm(data, user=request.user)
+    result = _preview_of(form)
+    return render_page(request, FORM_TEMPLATE, "claim-preview", _form_context(form, result))
+
+
+def _allocations(
+    claim_request: ClaimRequest, mirrored: ResourceClaim | None
+) -> list[dict[str, Any]]:
+    """The devices held: the mirrored claim's results (linked to their devices), else the
+    allocation the portal wrote (reservations the mirror does not show yet)."""
+    if mirrored is not None and mirrored.is_allocated:
+        return [
+            {
+                "request": result.request,
+                "driver": result.driver,
+                "pool": result.pool,
+                "device": result.device_name,
+                "url": result.device.get_absolute_url() if result.device else "",
+                "admin_access": result.admin_access,
+                "mirrored": True,
+            }
+            for result in mirrored.allocated_devices.select_related("device")
+        ]
+    results = ((claim_request.allocation or {}).get("devices") or {}).get("results") or []
+    return [
+        {
+            "request": result.get("request", ""),
+            "driver": result.get("driver", ""),
+            "pool": result.get("pool", ""),
+            "device": result.get("device", ""),
+            "url": reverse(
+                "device-detail",
+                kwargs={
+                    "driver": result.get("driver", ""),
+                    "pool": result.get("pool", ""),
+                    "device": result.get("device", ""),
+                },
+            ),
+            "admin_access": bool(result.get("adminAccess")),
+            "mirrored": False,
+        }
+        for result in results
+        if result.get("driver") and result.get("pool") and result.get("device")
+    ]
+
+
+def _timeline(claim_request: ClaimRequest, mirrored: ResourceClaim | None) -> list[dict[str, Any]]:
+    """The audit trail of the request, plus what the mirror saw, oldest first."""
+    events: list[dict[str, Any]] = []
+    for event in AuditEvent.objects.filter(
+        object_type=ClaimRequest._meta.label, object_id=str(claim_request.pk)
+    ).order_by("created_at", "pk"):
+        after = event.after or {}
+        before = event.before or {}
+        if event.action == AuditEvent.Action.CLAIM_STATE:
+            text = f"{before.get('state', '?')} → {after.get('state', '?')}"
+            if after.get("reason"):
+                text += f": {after['reason']}"
+        elif event.action == AuditEvent.Action.CLAIM_RENEWED:
+            text = f"lease renewed until {after.get('expires_at', '?')}"
+        else:
+            text = event.get_action_display()
+        events.append({"at": event.created_at, "actor": event.actor_name, "text": text})
+    if mirrored is not None and mirrored.created_at:
+        events.append(
+            {"at": mirrored.created_at, "actor": "cluster", "text": "claim created in the cluster"}
+        )
+    events.sort(key=lambda event: event["at"])
+    return events
+
+
+def _manifest(claim_request: ClaimRequest) -> str:
+    metadata = {
+        "name": claim_request.name,
+        "namespace": claim_request.namespace,
+        "labels": claim_request.labels(),
+    }
+    if claim_request.is_template:
+        return to_yaml(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaimTemplate",
+                "metadata": metadata,
+                "spec": {"spec": claim_request.spec},
+            }
+        )
+    return to_yaml(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": metadata,
+            "spec": claim_request.spec,
+        }
+    )
+
+
+def _may_change(request: HttpRequest, claim_request: ClaimRequest) -> bool:
+    user = request.user
+    return bool(
+        user.is_staff
+        or claim_request.requested_by_id == user.pk
+        or Tenant.objects.administered_by(user).filter(pk=claim_request.tenant_id).exists()
+    )
+
+
+@login_required
+def claimrequest_detail(request: HttpRequest, pk: Any) -> HttpResponse:
+    claim_request = get_request_for_user(request.user, pk)
+    mirrored = ResourceClaim.objects.filter(
+        tenant=claim_request.tenant, namespace=claim_request.namespace, name=claim_request.name
+    ).first()
+    consumers = list(mirrored.consumers.all()) if mirrored is not None else []
+    pods = {
+        pod.name: pod
+        for pod in Pod.objects.filter(
+            namespace=claim_request.namespace, name__in=[c.name for c in consumers]
+        )
+    }
+    may_change = _may_change(request, claim_request)
+    release_blocked = ""
+    if consumers:
+        names = ", ".join(c.name for c in consumers[:5])
+        release_blocked = f"Pods use this claim ({names}): delete them first."
+    quota = Quota.objects.filter(
+        tenant=claim_request.tenant, device_class_name=claim_request.device_class_name
+    ).first()
+    context: dict[str, Any] = {
+        "claim_request": claim_request,
+        "state_badge": request_state_badge(claim_request),
+        "mirrored": mirrored,
+        "allocations": _allocations(claim_request, mirrored),
+        "consumers": [{"consumer": c, "pod": pods.get(c.name)} for c in consumers],
+        "is_live": claim_request.is_active,
+        "may_change": may_change,
+        "may_force": request.user.is_staff,
+        "release_blocked": release_blocked,
+        "can_release": claim_request.is_active
+        and claim_request.state != ClaimRequest.State.RELEASING,
+        "lease_text": format_duration(claim_request.lease) if claim_request.lease else "",
+        "max_lease_text": format_duration(quota.max_lease) if quota and quota.max_lease else "",
+    }
+    if not wants_fragment(request):
+        context |= {
+            "timeline": _timeline(claim_request, mirrored),
+            "manifest": _manifest(claim_request),
+            "form_json": to_yaml(claim_request.form),
+            "renew_form": RenewForm(),
+        }
+    return render_page(request, DETAIL_TEMPLATE, "request-status", context)
+
+
+@login_required
+@require_POST
+def claimrequest_release(request: HttpRequest, pk: Any) -> HttpResponse:
+    claim_request = get_request_for_user(request.user, pk, write=True)
+    force = request.POST.get("force") == "1" and request.user.is_staff
+    try:
+        release_request(user=request.user, request=claim_request, force=force)
+    except SpecErrors as error:
+        for problems in error.errors.values():
+            for problem in problems:
+                messages.error(request, problem)
+    else:
+        messages.success(request, f"Releasing {claim_request}.")
+    return _hx_redirect(request, claim_request.get_absolute_url())
+
+
+@login_required
+@require_POST
+def claimrequest_renew(request: HttpRequest, pk: Any) -> HttpResponse:
+    claim_request = get_request_for_user(request.user, pk, write=True)
+    form = RenewForm(request.POST)
+    if not form.is_valid():
+        for problems in form.errors.values():
+            for problem in problems:
+                messages.error(request, problem)
+        return _hx_redirect(request, claim_request.get_absolute_url())
+    lease = parse_duration(form.cleaned_data["lease"]) if form.cleaned_data["lease"] else None
+    try:
+        renew_request(user=request.user, request=claim_request, lease=lease)
+    except SpecErrors as error:
+        for problems in error.errors.values():
+            for problem in problems:
+                messages.error(request, problem)
+    else:
+        messages.success(request, f"Lease of {claim_request} renewed.")
+    return _hx_redirect(request, claim_request.get_absolute_url())
