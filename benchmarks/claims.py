@@ -114,19 +114,30 @@ def make_tenant() -> Any:
     """A tenant owning two scenario namespaces, a generous GPU quota, a member, and the
     reservation policy for the GPU class. Returns the member."""
     from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import AnonymousUser
 
-    from claims.models import AllocationMode, ClassPolicy
-    from portal.models import Membership, Quota, Tenant, TenantNamespace
+    from claims.models import AllocationMode
+    from claims.services import save_class_policy
+    from portal.models import Membership
+    from portal.services import tenants as tenant_services
 
-    tenant = Tenant.objects.create(name="Bench", slug="bench")
-    for name in (NAMESPACE, "team-b"):
-        TenantNamespace.objects.create(tenant=tenant, name=name)
-    Quota.objects.create(
-        tenant=tenant, device_class_name=CLASS, max_devices=100_000, max_claims=100_000
+    tenant = tenant_services.save_tenant(
+        actor=None, tenant=None, namespaces=[NAMESPACE, "team-b"], name="Bench", slug="bench"
+    )
+    tenant_services.save_quota(
+        actor=None,
+        tenant=tenant,
+        device_class_name=CLASS,
+        max_devices=100_000,
+        max_device_memory=None,
+        max_claims=100_000,
+        max_lease=None,
     )
     user, _ = get_user_model().objects.get_or_create(username="bench-member")
-    Membership.objects.create(user=user, tenant=tenant, role=Membership.Role.MEMBER)
-    ClassPolicy.objects.create(device_class_name=CLASS, mode=AllocationMode.RESERVATION)
+    tenant_services.set_member(actor=None, tenant=tenant, user=user, role=Membership.Role.MEMBER)
+    save_class_policy(
+        actor=AnonymousUser(), device_class_name=CLASS, mode=AllocationMode.RESERVATION
+    )
     return user
 
 

@@ -276,20 +276,25 @@ def save_class_policy(
         raise SpecErrors({"mode": [f"Mode is one of {', '.join(AllocationMode.values)}."]})
     actor_or_none = actor if actor.is_authenticated else None
     with transaction.atomic():
-        before = (
-            {"device_class": previous.device_class_name, "mode": previous.mode}
-            if previous
-            else None
+        # Saving a class that already has a policy changes that policy (safe to retry).
+        policy = (
+            ClassPolicy.objects.select_for_update().get(pk=previous.pk)
+            if previous is not None
+            else ClassPolicy.objects.select_for_update()
+            .filter(device_class_name=device_class_name)
+            .first()
         )
-        if previous is not None:
-            policy = ClassPolicy.objects.select_for_update().get(pk=previous.pk)
+        before = {"device_class": policy.device_class_name, "mode": policy.mode} if policy else None
+        if policy is None:
+            policy = ClassPolicy.objects.create(device_class_name=device_class_name, mode=mode)
+        elif (policy.device_class_name, policy.mode) == (device_class_name, mode):
+            return policy  # nothing changes, nothing is recorded
+        else:
             policy.device_class_name, policy.mode = device_class_name, mode
             policy.save(update_fields=["device_class_name", "mode", "updated_at"])
-        else:
-            policy = ClassPolicy.objects.create(device_class_name=device_class_name, mode=mode)
         record_event(
             actor=actor_or_none,
-            action=AuditEvent.Action.UPDATED if previous else AuditEvent.Action.CREATED,
+            action=AuditEvent.Action.UPDATED if before else AuditEvent.Action.CREATED,
             obj=policy,
             before=before,
             after={"device_class": policy.device_class_name, "mode": policy.mode},

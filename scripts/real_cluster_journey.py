@@ -21,16 +21,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AnonymousUser
 
-from claims.models import ClaimRequest, ClassPolicy
-from claims.services import release_request, submit_request
+from claims.models import ClaimRequest
+from claims.services import release_request, save_class_policy, submit_request
 from claims.specs import ClaimInput, SpecErrors
 from mirror import requests
 from mirror.cluster import AlreadyExists, Kind, NotFound, connect
 from mirror.mapping import MIRRORED_KINDS
 from mirror.reflector import Reflector
 from mirror.watchers import cluster_config
-from portal.models import Quota, Tenant, TenantNamespace
+from portal.models import Tenant
+from portal.services import tenants as tenant_services
 
 FIXTURES = Path("devices/fixtures")
 NODE = "dgx-h100-01"
@@ -107,13 +109,24 @@ def mirror():
 
 
 mirror()
-tenant, _ = Tenant.objects.get_or_create(slug="journey", defaults={"name": "Journey"})
-TenantNamespace.objects.get_or_create(tenant=tenant, name=NS)
-Quota.objects.update_or_create(
-    tenant=tenant, device_class_name="gpu.nvidia.com", defaults={"max_devices": 8}
+tenant = tenant_services.save_tenant(
+    actor=None,
+    tenant=Tenant.objects.filter(slug="journey").first(),
+    namespaces=[NS],
+    name="Journey",
+    slug="journey",
+)
+tenant_services.save_quota(
+    actor=None,
+    tenant=tenant,
+    device_class_name="gpu.nvidia.com",
+    max_devices=8,
+    max_device_memory=None,
+    max_claims=None,
+    max_lease=None,
 )
 user, _ = get_user_model().objects.get_or_create(username="journey-bob")
-tenant.memberships.get_or_create(user=user, defaults={"role": "member"})
+tenant_services.set_member(actor=None, tenant=tenant, user=user, role="member")
 
 
 def pod(name, claim):
@@ -138,9 +151,7 @@ def claim_status(name):
 
 def journey(mode, name, count, constraint=""):
     say(f"=== {mode} mode: {name}, {count} GPU(s) {constraint}")
-    ClassPolicy.objects.update_or_create(
-        device_class_name="gpu.nvidia.com", defaults={"mode": mode}
-    )
+    save_class_policy(actor=AnonymousUser(), device_class_name="gpu.nvidia.com", mode=mode)
     request = submit_request(
         user=user,
         claim=ClaimInput(

@@ -8,7 +8,6 @@ import re
 import pytest
 
 from claims.models import ClaimRequest, ClassPolicy
-from tests.claims.conftest import live  # noqa: F401  (the emulator-backed cluster)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -51,3 +51,21 @@ def test_the_release_action_calls_the_service(live, client_as, root, bob):
     assert AuditEvent.objects.filter(
         action=AuditEvent.Action.CLAIM_STATE, object_id=str(request.pk), actor_name="root"
     ).exists()
+
+
+def test_saving_a_class_policy_twice_changes_it_once_and_records_once(db):
+    from django.contrib.auth.models import AnonymousUser
+
+    from claims.models import ClassPolicy
+    from claims.services import save_class_policy
+    from portal.models import AuditEvent
+
+    for _ in range(2):
+        save_class_policy(
+            actor=AnonymousUser(), device_class_name="gpu.nvidia.com", mode="reservation"
+        )
+    save_class_policy(actor=AnonymousUser(), device_class_name="gpu.nvidia.com", mode="scheduler")
+    assert list(ClassPolicy.objects.values_list("device_class_name", "mode")) == [
+        ("gpu.nvidia.com", "scheduler")
+    ]
+    assert AuditEvent.objects.filter(object_type="claims.ClassPolicy").count() == 2
