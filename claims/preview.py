@@ -161,7 +161,7 @@ def _node_of(resource_slice: Any, device: Any) -> str:
     return resource_slice.node_name or device.node_name or "(shared by several nodes)"
 
 
-def _hints(device_class: str, selectors: tuple[str, ...]) -> list[str]:
+def selector_hints(device_class: str, selectors: tuple[str, ...]) -> list[str]:
     """What the selectors read that the class's devices do not publish, and the values the
     capacities they read take (so ``memory >= 80Gi`` on 81559Mi devices explains itself)."""
     everything = _class_devices(device_class)
@@ -274,7 +274,7 @@ def preview(user: AbstractBaseUser | AnonymousUser, claim: ClaimInput) -> Previe
             per_node.setdefault(_node_of(resource_slice, device), [0, 0])[1] += 1
         ranked = sorted(per_node.items(), key=lambda item: (-item[1][1], -item[1][0], item[0]))
         result.nodes = [(node, counts[0], counts[1]) for node, counts in ranked[:TOP_NODES]]
-        result.hints = _hints(claim.device_class_name, claim.selectors)
+        result.hints = selector_hints(claim.device_class_name, claim.selectors)
     if prepared is None:
         return result
     namespace, spec, mode, held_devices, held_memory = prepared

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from claims.access import get_claim_for_user
 from claims.filtersets import ResourceClaimFilterSet
 from claims.models import AllocatedDevice, ResourceClaim
-from claims.preview import explain_spec
+from claims.preview import explain_spec, selector_hints
 from claims.tables import ResourceClaimTable, claim_state_badge
 from devices.models import Pod
 from devices.views.devices import pretty_json
@@ -90,11 +90,25 @@ def _why_pending(claim: ResourceClaim) -> dict[str, Any] | None:
         placement, explanations = explain_spec(claim.namespace, claim.name, claim.spec)
     except InvalidObject as error:
         return {"fits": False, "error": str(error), "explanations": []}
+    hints: list[str] = []
+    if placement.allocation is None:
+        for request in (claim.spec.get("devices") or {}).get("requests") or []:
+            options = [request.get("exactly")] if request.get("exactly") else []
+            options += request.get("firstAvailable") or []
+            for option in options:
+                if isinstance(option, dict) and option.get("deviceClassName"):
+                    selectors = tuple(
+                        str((selector.get("cel") or {}).get("expression", ""))
+                        for selector in option.get("selectors") or []
+                        if isinstance(selector, dict)
+                    )
+                    hints += selector_hints(str(option["deviceClassName"]), selectors)
     return {
         "fits": placement.allocation is not None,
         "node": placement.node,
         "error": placement.error,
         "explanations": explanations,
+        "hints": list(dict.fromkeys(hints)),
     }
 
 

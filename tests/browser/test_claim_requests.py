@@ -1,5 +1,9 @@
-"""Self-service claims in a real browser: bob asks for two H100s on one PCIe root, watches the
-preview, submits, sees the devices, releases; carol cannot see his claim."""
+"""Self-service claims in a real browser: bob asks for two H100s on one NUMA node, watches the
+preview, submits, sees the devices, releases; carol cannot see his claim.
+
+The demo's GPUs publish no NVLink clique attribute (a DGX H100's eight GPUs share one NVSwitch
+fabric, and the driver publishes no clique for it), so that preset is offered disabled with the
+reason, and bob keeps his pair together on a NUMA node (each H100 has a PCIe root of its own)."""
 
 from __future__ import annotations
 
@@ -10,9 +14,10 @@ import pytest
 from claims.models import ClaimRequest, ClassPolicy
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+H100 = 'device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100 80GB HBM3"'
 
 
-def test_bob_requests_two_gpus_on_one_pcie_root_and_releases_them(
+def test_bob_requests_two_h100s_on_one_numa_node_and_releases_them(
     browser_page, sign_in, live_server, live, bob, carol, artifacts_dir
 ):
     _, _, resync = live
@@ -28,9 +33,13 @@ def test_bob_requests_two_gpus_on_one_pcie_root_and_releases_them(
     page.fill("input[name=name]", "two-h100")
     page.select_option("select[name=device_class]", "gpu.nvidia.com")
     page.select_option("select[name=count]", "2")
+    page.fill("textarea[name=selectors]", H100)
     page.wait_for_selector("[data-testid=preview-matching]")
+    page.wait_for_function(
+        "document.querySelector('[data-testid=preview-matching]')?.innerText.includes('16 devices')"
+    )
     assert page.locator("#constraint-nvlink").is_disabled()
-    page.check("#constraint-pcie")
+    page.check("#constraint-numa")
     fit = page.locator("[data-testid=preview-fit]")
     fit.wait_for()
     page.wait_for_function(
@@ -48,7 +57,7 @@ def test_bob_requests_two_gpus_on_one_pcie_root_and_releases_them(
         "document.querySelector('[data-testid=preview-hints]')?.innerText.includes('79.6 GiB')"
     )
     page.screenshot(path=artifacts_dir / "claims-new-preview-80gi.png", full_page=True)
-    page.fill("textarea[name=selectors]", "")
+    page.fill("textarea[name=selectors]", H100)
     page.wait_for_function(
         "document.querySelector('[data-testid=preview-fit]')?.innerText.includes('fit now on')"
     )
@@ -58,6 +67,7 @@ def test_bob_requests_two_gpus_on_one_pcie_root_and_releases_them(
     claim_request = ClaimRequest.objects.get(name="two-h100")
     assert claim_request.state == ClaimRequest.State.APPLIED, claim_request.reason
     assert page.locator("[data-testid=allocated-device]").count() == 2
+    assert claim_request.node_name.startswith("dgx-h100-")
     assert "Applied" in page.locator("[data-testid=request-state]").inner_text()
     page.screenshot(path=artifacts_dir / "claims-request-applied.png", full_page=True)
     detail_url = page.url
@@ -91,4 +101,5 @@ def test_a_pending_claim_explains_why(
     why = page.locator("[data-testid=why-pending]")
     assert "blocks here" in why.inner_text()
     assert "matching the selectors" in why.inner_text()
+    assert "81559Mi (79.6 GiB)" in why.inner_text()  # what the H100s publish, next to 80Gi
     page.screenshot(path=artifacts_dir / "claims-why-pending.png", full_page=True)
