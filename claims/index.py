@@ -127,6 +127,7 @@ class AllocationIndex:
         self._nodes_stale_since: float | None = None
         self._seen: set[int] = set()
         self._counts: dict[tuple[str, tuple[str | None, ...]], tuple[int, int]] = {}
+        self._capacities_by_class: dict[str, dict[str, Counter[str]]] = {}
         self._nodes_loaded_at = 0.0
 
     # --- building and following the mirror ---------------------------------------------------
@@ -168,6 +169,7 @@ class AllocationIndex:
             self._nodes_loaded_at = self.built_at
             self.builds += 1
             self._published_by_class = {}
+            self._capacities_by_class = {}
             self._counts = {}
             self._assumed = {}
             self._refresh_assumed()
@@ -257,6 +259,7 @@ class AllocationIndex:
             if reload_classes:
                 self.cluster.classes = self._load_classes()
                 self._published_by_class = {}
+                self._capacities_by_class = {}
                 self._counts = {}
             if pools:
                 self._update_pools(pools)
@@ -466,6 +469,47 @@ class AllocationIndex:
             }
             self._published_by_class[device_class] = published
             return set(published)
+
+    def class_capacities(self, device_class: str) -> dict[str, Counter[str]]:
+        """Per qualified capacity name, how many of the class's devices publish each value
+        (e.g. memory: {"81559Mi": 16}); kept until the inventory or the classes change."""
+        with self.lock:
+            self.catch_up()
+            assert self.cluster is not None
+            cached = self._capacities_by_class.get(device_class)
+            if cached is not None:
+                return cached
+            cls = self.cluster.classes.get(device_class)
+            capacities: dict[str, Counter[str]] = {}
+            if cls is not None:
+                request = (
+                    self.parse(
+                        "index",
+                        "class",
+                        {
+                            "devices": {
+                                "requests": [
+                                    {"name": "r", "exactly": {"deviceClassName": device_class}}
+                                ]
+                            }
+                        },
+                    )
+                    .requests[0]
+                    .exactly
+                )
+                assert request is not None
+                passing, _ = self.cluster.request_matches(cls, request)
+                devices = self.cluster.inventory.devices
+                shapes: Counter[tuple[str, str, Any]] = Counter()
+                for uid in passing:  # count by shape first: str() of a quantity is slow
+                    resource_slice, device = devices[uid]
+                    for name, capacity in device.capacity.items():
+                        shapes[(resource_slice.driver, name, capacity.value)] += 1
+                for (driver, name, value), count in shapes.items():
+                    qualified = name if "/" in name else f"{driver}/{name}"
+                    capacities.setdefault(qualified, Counter())[str(value)] += count
+            self._capacities_by_class[device_class] = capacities
+            return capacities
 
     def class_names(self) -> list[str]:
         with self.lock:

@@ -10,7 +10,6 @@ with its explanation funnel when it would not. Nothing is recorded.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,18 +163,10 @@ def _node_of(resource_slice: Any, device: Any) -> str:
 def selector_hints(device_class: str, selectors: tuple[str, ...]) -> list[str]:
     """What the selectors read that the class's devices do not publish, and the values the
     capacities they read take (so ``memory >= 80Gi`` on 81559Mi devices explains itself)."""
-    everything = _class_devices(device_class)
-    if everything is None:
+    if not device_class or device_class not in index().class_names():
         return []
-    matched, _ = everything
-    attributes: set[str] = set()
-    capacities: dict[str, Counter[str]] = {}
-    for resource_slice, device in matched:
-        for name in device.attributes:
-            attributes.add(name if "/" in name else f"{resource_slice.driver}/{name}")
-        for name, capacity in device.capacity.items():
-            qualified = name if "/" in name else f"{resource_slice.driver}/{name}"
-            capacities.setdefault(qualified, Counter())[str(capacity.value)] += 1
+    attributes = index().class_published(device_class)
+    capacities = index().class_capacities(device_class)
     hints: list[str] = []
     for expression in selectors:
         compiled = compile_selector(expression)

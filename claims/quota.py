@@ -10,12 +10,12 @@ flight is never forgotten and never counted twice.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from claims.index import index
-from claims.models import ClaimRequest, ResourceClaim
+from claims.models import AllocatedDevice, ClaimRequest, ResourceClaim
 from dra.model import InvalidObject
 from portal.models import Quota, Tenant
 
@@ -121,41 +121,74 @@ class _Estimates:
         return self.cache[key]
 
 
+# What each mirrored claim asks, by (uid, resourceVersion): a claim's spec is read and parsed
+# once per version, however often its tenant's usage is counted. Bounded; oldest first out.
+_OPTIONS: OrderedDict[tuple[str, str], dict[str, list[tuple[str, Any, list[str]]]]] = OrderedDict()
+_OPTIONS_LIMIT = 100_000
+
+
+def _claim_options(
+    claims: list[tuple[int, str, str]],
+) -> dict[int, dict[str, list[tuple[str, Any, list[str]]]]]:
+    """Per claim pk, :func:`_request_classes` of its spec (cached by uid and version)."""
+    found: dict[int, dict[str, list[tuple[str, Any, list[str]]]]] = {}
+    missing: dict[int, tuple[str, str]] = {}
+    for pk, uid, version in claims:
+        cached = _OPTIONS.get((uid, version))
+        if cached is None:
+            missing[pk] = (uid, version)
+        else:
+            found[pk] = cached
+    pks = list(missing)
+    for start in range(0, len(pks), 2000):
+        for pk, spec in ResourceClaim.objects.filter(pk__in=pks[start : start + 2000]).values_list(
+            "pk", "raw__spec"
+        ):
+            options = _request_classes(spec if isinstance(spec, dict) else {})
+            found[pk] = options
+            _OPTIONS[missing[pk]] = options
+    while len(_OPTIONS) > _OPTIONS_LIMIT:
+        _OPTIONS.popitem(last=False)
+    return found
+
+
 def tenant_usage(tenant: Tenant) -> dict[str, ClassUsage]:
-    """Usage per device class name."""
+    """Usage per device class name. Three flat queries whatever the number of claims (their
+    specs are parsed once per version), so it stays cheap inside the submit transaction."""
     usage: dict[str, ClassUsage] = defaultdict(ClassUsage)
     estimates = _Estimates()
-    mirrored: set[tuple[str, str]] = set()
-    claims = ResourceClaim.objects.filter(tenant=tenant).prefetch_related(
-        "allocated_devices__device"
+    rows = list(
+        ResourceClaim.objects.filter(tenant=tenant).values_list(
+            "pk", "uid", "resource_version", "namespace", "name", "is_allocated"
+        )
     )
-    for claim in claims:
-        mirrored.add((claim.namespace, claim.name))
-        options = _request_classes(claim.spec)
-        classes_used: set[str] = set()
-        if claim.is_allocated:
-            for result in claim.allocated_devices.all():
-                if result.admin_access:
-                    continue
-                option = options.get(result.request)
-                device_class = option[0][0] if option else ""
-                classes_used.add(device_class)
-                usage[device_class].devices += 1
-                if result.device is not None and result.device.memory_bytes:
-                    usage[device_class].memory_bytes += result.device.memory_bytes
-        else:
-            seen_requests: set[str] = set()
-            for name, ((device_class, count, selectors),) in options.items():
-                top = name.split("/")[0]
-                if top in seen_requests or count == 0:
-                    continue  # firstAvailable: the first alternative stands for the request
-                seen_requests.add(top)
-                matched, memory = estimates.matching(device_class, selectors)
-                devices = matched if count == "All" else int(count)
-                classes_used.add(device_class)
-                usage[device_class].devices += devices
-                usage[device_class].memory_bytes += devices * memory
-        for device_class in classes_used:
+    mirrored = {(namespace, name) for _, _, _, namespace, name, _ in rows}
+    options_of = _claim_options([(pk, uid, version) for pk, uid, version, *_ in rows])
+    classes_used: dict[int, set[str]] = defaultdict(set)
+    for claim_pk, request_name, memory in AllocatedDevice.objects.filter(
+        claim__tenant=tenant, claim__is_allocated=True, admin_access=False
+    ).values_list("claim_id", "request", "device__memory_bytes"):
+        option = options_of.get(claim_pk, {}).get(request_name)
+        device_class = option[0][0] if option else ""
+        classes_used[claim_pk].add(device_class)
+        usage[device_class].devices += 1
+        usage[device_class].memory_bytes += memory or 0
+    for pk, _, _, _, _, is_allocated in rows:
+        if is_allocated:
+            continue
+        seen_requests: set[str] = set()
+        for name, ((device_class, count, selectors),) in options_of.get(pk, {}).items():
+            top = name.split("/")[0]
+            if top in seen_requests or count == 0:
+                continue  # firstAvailable: the first alternative stands for the request
+            seen_requests.add(top)
+            matched, memory = estimates.matching(device_class, selectors)
+            devices = matched if count == "All" else int(count)
+            classes_used[pk].add(device_class)
+            usage[device_class].devices += devices
+            usage[device_class].memory_bytes += devices * memory
+    for used in classes_used.values():
+        for device_class in used:
             usage[device_class].claims += 1
     for request in ClaimRequest.objects.filter(tenant=tenant).active():
         if (
