@@ -292,7 +292,7 @@ def start_worker(emulator_url: str, log: Path, profile: str | None) -> subproces
                 sys.executable,
                 *(("-m", "cProfile", "-o", f"{profile}.worker") if profile else ()),
                 *("-m", "celery", "-A", "portal", "worker"),
-                *("-Q", "allocations,default", "-c", "1", "--pool=solo", "-l", "warning"),
+                *("-Q", "allocations", "-c", "1", "--pool=solo", "-l", "warning"),
             ],
             cwd=ROOT,
             env=environment,

@@ -19,6 +19,7 @@ embedded mode everything runs in one process and a lock serialises the index.
 
 from __future__ import annotations
 
+import heapq
 import threading
 import time
 from collections import Counter, defaultdict
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Exists, Max, Min, OuterRef
 
 from claims.models import AllocatedDevice, AllocationMode, ClaimRequest, ResourceClaim
@@ -68,6 +70,8 @@ FEATURES = Features(
     device_taints=True,
 )
 NODE_RELOAD_SECONDS = 5.0
+# How long a reservation chosen by this process is assumed before its row must show it.
+LOCAL_SECONDS = 30.0
 # How far back (in change ids) catch_up looks for changes committed out of id order.
 LOOKBACK = 2000
 # An unsatisfiable placement is explained on at most this many nodes: those with the most
@@ -128,7 +132,11 @@ class AllocationIndex:
         self._seen: set[int] = set()
         self._counts: dict[tuple[str, tuple[str | None, ...]], tuple[int, int]] = {}
         self._capacities_by_class: dict[str, dict[str, Counter[str]]] = {}
+        self._matching_by_node: dict[tuple[str, tuple[str | None, ...]], Counter[str]] = {}
+        self._node_of_uid: list[str] = []
         self._nodes_loaded_at = 0.0
+        self._checked_at = 0.0
+        self._local_at: dict[str, float] = {}
 
     # --- building and following the mirror ---------------------------------------------------
 
@@ -171,7 +179,14 @@ class AllocationIndex:
             self._published_by_class = {}
             self._capacities_by_class = {}
             self._counts = {}
-            self._assumed = {}
+            self._matching_by_node = {}
+            self._node_of_uid = []
+            # The new cluster holds the mirror's usage only: keep this process's choices not
+            # yet committed, and read the committed ones again.
+            local = {k: v for k, v in self._assumed.items() if k.startswith("local:")}
+            self._assumed = local
+            if local:
+                self._apply({(key[0], key[1]) for keys in local.values() for key in keys})
             self._refresh_assumed()
 
     def _load_classes(self) -> dict[str, Any]:
@@ -217,12 +232,22 @@ class AllocationIndex:
                 keys.add(key)
         return usage
 
-    def catch_up(self) -> None:
-        """Apply the mirror's changes since the last call (cheap when there are none)."""
+    def catch_up(self, *, force: bool = True) -> None:
+        """Apply the mirror's changes since the last call (cheap when there are none).
+
+        ``force=False`` (the advisory reads: previews, counts, hints) skips the check when the
+        last one is younger than ``CLAIMS_INDEX_FRESH_MS``: one preview makes a handful of
+        reads, and a fraction of a second of staleness is fine for advice. Decisions
+        (reservations, "would it fit") always check."""
         with self.lock:
             if self.cluster is None:
                 self.rebuild()
+                self._checked_at = time.monotonic()
                 return
+            now = time.monotonic()
+            if not force and (now - self._checked_at) * 1000 < settings.CLAIMS_INDEX_FRESH_MS:
+                return
+            self._checked_at = now
             # Ids come from a sequence at insert time, so two mirror transactions can commit
             # out of id order: read back over a trailing window and apply what is new in it,
             # rather than trusting everything below the cursor to be committed already.
@@ -261,6 +286,7 @@ class AllocationIndex:
                 self._published_by_class = {}
                 self._capacities_by_class = {}
                 self._counts = {}
+                self._matching_by_node = {}
             if pools:
                 self._update_pools(pools)
             if (
@@ -321,21 +347,44 @@ class AllocationIndex:
             )
             .exclude(Exists(mirrored))
             .order_by()
-            .values_list("pk", "allocation")
         )
-        assumed = {str(pk): Placement(allocation=allocation).keys for pk, allocation in rows}
-        # Keep what this process assumed but has not committed yet (see assume()).
-        for request_id, keys in self._assumed.items():
-            if request_id.startswith("local:"):
-                assumed[request_id] = keys
-        if assumed != self._assumed:
-            pools = {
-                (key[0], key[1])
-                for keys in (*assumed.values(), *self._assumed.values())
-                for key in keys
-            }
-            self._assumed = assumed
-            self._apply(pools)
+        # Ids first; allocations are read only for reservations this index has not seen.
+        # Keyed by id and last change, so a reservation moved to other devices is read again.
+        current = {
+            f"{pk}@{changed.isoformat()}" for pk, changed in rows.values_list("pk", "updated_at")
+        }
+        known = {key for key in self._assumed if not key.startswith("local:")}
+        added = current - known
+        removed = known - current
+        # A local assumption covers the moment between choosing and committing: once the
+        # row is visible here it takes over; one whose row never shows (failed, or mirrored
+        # already) goes after LOCAL_SECONDS.
+        committed = {key.partition("@")[0] for key in current}
+        now = time.monotonic()
+        stale = [
+            key
+            for key, since in self._local_at.items()
+            if key.partition(":")[2] in committed or now - since > LOCAL_SECONDS
+        ]
+        for key in stale:
+            del self._local_at[key]
+            removed.add(key)
+        if not added and not removed:
+            return
+        assumed = {key: keys for key, keys in self._assumed.items() if key not in removed}
+        if added:
+            wanted = {key.partition("@")[0]: key for key in added}
+            for pk, allocation in ClaimRequest.objects.filter(pk__in=list(wanted)).values_list(
+                "pk", "allocation"
+            ):
+                assumed[wanted[str(pk)]] = Placement(allocation=allocation).keys
+        pools = {
+            (key[0], key[1])
+            for request_id in added | removed
+            for key in (assumed.get(request_id) or self._assumed.get(request_id) or ())
+        }
+        self._assumed = assumed
+        self._apply(pools)
 
     # --- using it ----------------------------------------------------------------------------
 
@@ -343,11 +392,13 @@ class AllocationIndex:
         """Count the placement's devices as in use at once, before its row is committed."""
         with self.lock:
             self._assumed[f"local:{request_id}"] = placement.keys
+            self._local_at[f"local:{request_id}"] = time.monotonic()
             self._apply({(key[0], key[1]) for key in placement.keys})
 
     def forget(self, request_id: str) -> None:
         with self.lock:
             keys = self._assumed.pop(f"local:{request_id}", set())
+            self._local_at.pop(f"local:{request_id}", None)
             if keys:
                 self._apply({(key[0], key[1]) for key in keys})
 
@@ -426,7 +477,7 @@ class AllocationIndex:
     ) -> tuple[list[tuple[Any, Any]], set[int], set[int]]:
         """(devices matching, by (slice, device); uids of those free; uids raising errors)."""
         with self.lock:
-            self.catch_up()
+            self.catch_up(force=False)
             assert self.cluster is not None
             cls = self.cluster.classes.get(device_class)
             passing, errors = self.cluster.request_matches(cls, request)
@@ -437,7 +488,7 @@ class AllocationIndex:
     def class_published(self, device_class: str) -> set[str]:
         """Qualified attribute names the devices of a class publish."""
         with self.lock:
-            self.catch_up()
+            self.catch_up(force=False)
             assert self.cluster is not None
             cls = self.cluster.classes.get(device_class)
             if cls is None:
@@ -470,11 +521,46 @@ class AllocationIndex:
             self._published_by_class[device_class] = published
             return set(published)
 
+    def node_counts(
+        self, device_class: str, request: ExactRequest, top: int = 5
+    ) -> tuple[int, int, list[tuple[str, int, int]]]:
+        """(devices the class and the request's selectors match, how many are free, the
+        ``top`` nodes by free then matching devices as (node, matching, free)) — for the
+        preview; the per-node matching counts are kept until the inventory changes."""
+        with self.lock:
+            self.catch_up(force=False)
+            assert self.cluster is not None
+            cls = self.cluster.classes.get(device_class)
+            passing, _ = self.cluster.request_matches(cls, request)
+            free = self.cluster.free_matching(cls, request)
+            if len(self._node_of_uid) != len(self.cluster.inventory.devices):
+                self._node_of_uid = [
+                    resource_slice.node_name or device.node_name or "(shared by several nodes)"
+                    for resource_slice, device in self.cluster.inventory.devices
+                ]
+            node_of = self._node_of_uid
+            key = (device_class, tuple(request.selectors))
+            matching = self._matching_by_node.get(key)
+            if matching is None:
+                matching = Counter(map(node_of.__getitem__, passing))
+                self._matching_by_node[key] = matching
+            free_by_node = Counter(map(node_of.__getitem__, free))
+            ranked = heapq.nsmallest(
+                top,
+                matching,
+                key=lambda node: (-free_by_node.get(node, 0), -matching[node], node),
+            )
+            return (
+                len(passing),
+                len(free),
+                [(node, matching[node], free_by_node.get(node, 0)) for node in ranked],
+            )
+
     def class_capacities(self, device_class: str) -> dict[str, Counter[str]]:
         """Per qualified capacity name, how many of the class's devices publish each value
         (e.g. memory: {"81559Mi": 16}); kept until the inventory or the classes change."""
         with self.lock:
-            self.catch_up()
+            self.catch_up(force=False)
             assert self.cluster is not None
             cached = self._capacities_by_class.get(device_class)
             if cached is not None:
@@ -513,7 +599,7 @@ class AllocationIndex:
 
     def class_names(self) -> list[str]:
         with self.lock:
-            self.catch_up()
+            self.catch_up(force=False)
             assert self.cluster is not None
             return sorted(self.cluster.classes)
 

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from claims.index import index
@@ -128,9 +129,9 @@ def _manifests(claim: ClaimInput, spec: dict[str, Any]) -> tuple[str, str]:
     return to_yaml(manifest), to_yaml(pod)
 
 
-def _class_devices(device_class: str, selectors: tuple[str, ...] = ()) -> Any:
-    """(matched (slice, device) pairs, free uids) of a class and selectors, or None when the
-    class is unknown or a selector does not compile."""
+def _class_request(device_class: str, selectors: tuple[str, ...] = ()) -> Any:
+    """The parsed request for a class and selectors, or None when the class is unknown or a
+    selector does not compile."""
     if not device_class or any(compile_selector(s).error is not None for s in selectors):
         return None
     spec = {
@@ -152,12 +153,7 @@ def _class_devices(device_class: str, selectors: tuple[str, ...] = ()) -> Any:
         return None
     if request is None or device_class not in index().class_names():
         return None
-    matched, free, _ = index().matching(device_class, request)
-    return matched, free
-
-
-def _node_of(resource_slice: Any, device: Any) -> str:
-    return resource_slice.node_name or device.node_name or "(shared by several nodes)"
+    return request
 
 
 def selector_hints(device_class: str, selectors: tuple[str, ...]) -> list[str]:
@@ -251,20 +247,11 @@ def preview(user: AbstractBaseUser | AnonymousUser, claim: ClaimInput) -> Previe
         prepared = prepare(user, claim)
     except SpecErrors as error:
         result.errors = error.errors
-    counted = _class_devices(claim.device_class_name, claim.selectors)
-    if counted is not None:
-        matched, free = counted
-        result.matched = len(matched)
-        result.free = len(free)
-        per_node: dict[str, list[int]] = {}
-        for resource_slice, device in matched:
-            per_node.setdefault(_node_of(resource_slice, device), [0, 0])[0] += 1
-        devices = index().cluster.inventory.devices if index().cluster else {}
-        for uid in free:
-            resource_slice, device = devices[uid]
-            per_node.setdefault(_node_of(resource_slice, device), [0, 0])[1] += 1
-        ranked = sorted(per_node.items(), key=lambda item: (-item[1][1], -item[1][0], item[0]))
-        result.nodes = [(node, counts[0], counts[1]) for node, counts in ranked[:TOP_NODES]]
+    request = _class_request(claim.device_class_name, claim.selectors)
+    if request is not None:
+        result.matched, result.free, result.nodes = index().node_counts(
+            claim.device_class_name, request, TOP_NODES
+        )
         result.hints = selector_hints(claim.device_class_name, claim.selectors)
     if prepared is None:
         return result
@@ -277,6 +264,7 @@ def preview(user: AbstractBaseUser | AnonymousUser, claim: ClaimInput) -> Previe
             claim.device_class_name,
             devices=held_devices,
             memory_bytes=held_memory,
+            max_age=settings.CLAIMS_PREVIEW_USAGE_SECONDS,
         )
         result.quota_problems = check.problems
     result.manifest, result.pod = _manifests(claim, spec)

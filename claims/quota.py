@@ -10,6 +10,7 @@ flight is never forgotten and never counted twice.
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -152,9 +153,23 @@ def _claim_options(
     return found
 
 
-def tenant_usage(tenant: Tenant) -> dict[str, ClassUsage]:
+_RECENT: dict[tuple[int, Any], tuple[float, dict[str, ClassUsage]]] = {}
+
+
+def tenant_usage(tenant: Tenant, *, max_age: float = 0) -> dict[str, ClassUsage]:
     """Usage per device class name. Three flat queries whatever the number of claims (their
-    specs are parsed once per version), so it stays cheap inside the submit transaction."""
+    specs are parsed once per version), so it stays cheap inside the submit transaction.
+    ``max_age``: advice (the preview) may reuse a result up to that many seconds old."""
+    if max_age:
+        recent = _RECENT.get((tenant.pk, tenant.created_at))
+        if recent is not None and time.monotonic() - recent[0] < max_age:
+            return recent[1]
+    usage = _count_usage(tenant)
+    _RECENT[(tenant.pk, tenant.created_at)] = (time.monotonic(), usage)
+    return usage
+
+
+def _count_usage(tenant: Tenant) -> dict[str, ClassUsage]:
     usage: dict[str, ClassUsage] = defaultdict(ClassUsage)
     estimates = _Estimates()
     rows = list(
@@ -239,12 +254,17 @@ def _gib(value: int) -> str:
 
 
 def check_quota(
-    tenant: Tenant, device_class_name: str, *, devices: int, memory_bytes: int
+    tenant: Tenant,
+    device_class_name: str,
+    *,
+    devices: int,
+    memory_bytes: int,
+    max_age: float = 0,
 ) -> QuotaCheck:
     """Would one more claim of ``devices`` devices and ``memory_bytes`` fit? Call it inside the
     transaction that holds the tenant's row lock (``claims.services``)."""
     quota = Quota.objects.filter(tenant=tenant, device_class_name=device_class_name).first()
-    usage = tenant_usage(tenant).get(device_class_name, ClassUsage())
+    usage = tenant_usage(tenant, max_age=max_age).get(device_class_name, ClassUsage())
     check = QuotaCheck(quota, usage, devices, memory_bytes)
     if quota is None:
         check.problems.append(

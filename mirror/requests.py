@@ -111,8 +111,8 @@ def _ensure_object(cluster: Any, request: ClaimRequest) -> dict[str, Any] | None
         return found if labels.get(REQUEST_ID_LABEL) == str(request.pk) else None
 
 
-def _place(request: ClaimRequest) -> Placement:
-    """Choose devices for a reservation and keep them on the row (assumed by every index)."""
+def _choose(request: ClaimRequest) -> Placement:
+    """Choose devices for a reservation; the process's index assumes them at once."""
     shared = index()
     with shared.lock:
         claim = shared.parse(request.namespace, request.name, request.spec)
@@ -124,8 +124,17 @@ def _place(request: ClaimRequest) -> Placement:
         # adds it, and the API server refuses that as a change to the immutable allocation
         # (seen on a real control plane: the pod never schedules).
         placement.allocation["allocationTimestamp"] = timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+    return placement
+
+
+def _place(request: ClaimRequest) -> Placement:
+    """:func:`_choose`, and keep the choice on the row (every index then assumes it)."""
+    placement = _choose(request)
+    if placement.allocation is not None:
         ClaimRequest.objects.filter(pk=request.pk).update(
-            allocation=placement.allocation, node_name=placement.node or ""
+            allocation=placement.allocation,
+            node_name=placement.node or "",
+            updated_at=timezone.now(),
         )
         request.allocation, request.node_name = placement.allocation, placement.node or ""
     return placement
@@ -161,17 +170,29 @@ def apply_request(request_id: str) -> str:
     )
     if request is None or request.state not in (State.SUBMITTED, State.ALLOCATING):
         return "nothing to do"
-    if request.state == State.SUBMITTED and not transition(
-        request, State.ALLOCATING, expect=[State.SUBMITTED]
-    ):
-        return "taken by another worker"
-    ClaimRequest.objects.filter(pk=request.pk).update(attempts=request.attempts + 1)
     reservation = request.mode == AllocationMode.RESERVATION
+    # The devices are chosen before the move to allocating and stored with it: one commit,
+    # and a resumed apply finds the same devices on the row.
+    fields: dict[str, Any] = {"attempts": request.attempts + 1}
     if reservation and request.allocation is None:
-        placement = _place(request)
+        placement = _choose(request)
         if placement.allocation is None:
             _fail(request, _why(placement))
             return "failed: no devices"
+        fields.update(allocation=placement.allocation, node_name=placement.node or "")
+    if request.state == State.SUBMITTED:
+        moved = transition(request, State.ALLOCATING, expect=[State.SUBMITTED], **fields)
+    else:  # resumed: already allocating, nothing new to record in the trail
+        moved = bool(
+            ClaimRequest.objects.filter(pk=request.pk, state=State.ALLOCATING).update(
+                **fields, updated_at=timezone.now()
+            )
+        )
+        for key, value in fields.items():
+            setattr(request, key, value)
+    if not moved:
+        index().forget(str(request.pk))
+        return "taken by another worker"
     try:
         with connect(cluster_config()) as cluster:
             found = _ensure_object(cluster, request)
@@ -289,7 +310,7 @@ def verify_reservation(request_id: str) -> str:
                 namespace=request.namespace,
             )
             ClaimRequest.objects.filter(pk=request.pk).update(
-                allocation=None, conflicts=request.conflicts + 1
+                allocation=None, conflicts=request.conflicts + 1, updated_at=timezone.now()
             )
             request.allocation = None
             index().forget(str(request.pk))

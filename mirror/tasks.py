@@ -6,6 +6,7 @@ from typing import Any
 
 from celery import shared_task
 from django.conf import settings
+from django.core.cache import cache
 
 from claims.models import ClaimRequest
 from claims.services import expire_leases
@@ -88,7 +89,8 @@ def apply_claim_request(self: Any, request_id: str) -> str:
     except Retry as error:
         _retry_later(self, error)
         return "waiting for the API server"
-    if outcome == "applied":
+    # One batched check per VERIFY_AFTER seconds covers every reservation applied in them.
+    if outcome == "applied" and cache.add("claims:check-reservations", 1, VERIFY_AFTER):
         check_reservations.apply_async(countdown=VERIFY_AFTER)
     return outcome
 

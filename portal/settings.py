@@ -261,6 +261,12 @@ WATCHER_LOCK_PREFIX = env_str("WATCHER_LOCK_PREFIX", "dra-portal:watcher:")  # o
 API_TOKEN_MAX_DAYS = env_int("API_TOKEN_MAX_DAYS", 365)
 
 # Celery: with no REDIS_URL the tasks run in-process (eager), so a newcomer needs no broker.
+# How stale (milliseconds) the claim allocation index may be for advisory reads (previews, counts);
+# reservations always catch up with the mirror first.
+CLAIMS_INDEX_FRESH_MS = env_int("CLAIMS_INDEX_FRESH_MS", 250)
+# How old (seconds) the tenant usage behind the live preview's quota hint may be; submitting
+# always counts afresh under the tenant's lock.
+CLAIMS_PREVIEW_USAGE_SECONDS = env_int("CLAIMS_PREVIEW_USAGE_SECONDS", 5)
 CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
 CELERY_RESULT_BACKEND = REDIS_URL or None
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL)

@@ -73,6 +73,8 @@ def _private_shared_state(settings):
     test gets its own keys."""
     private = f"test-{uuid.uuid4()}"
     settings.WATCHER_LOCK_PREFIX = f"{private}:"
+    settings.CLAIMS_INDEX_FRESH_MS = 0  # tests read the index right after changing things
+    settings.CLAIMS_PREVIEW_USAGE_SECONDS = 0
     settings.CACHES = {
         name: {**config, "KEY_PREFIX": private} for name, config in settings.CACHES.items()
     }

@@ -111,3 +111,20 @@ def test_a_change_committed_out_of_id_order_is_not_skipped(live):
     InventoryChange.objects.filter(id__gt=late_id + 1).delete()
     InventoryChange.objects.create(id=late_id, scope="pool", driver=driver, pool_name=pool)
     assert _free_h100s() == free - 1
+
+
+def test_a_reservation_released_elsewhere_frees_its_devices_in_this_index(live, bob):
+    """The allocating worker's own assumption gives way to the request's row, so a release
+    done by another process (which cannot touch this one's memory) frees the devices here."""
+    ClassPolicy.objects.create(device_class_name="gpu.nvidia.com", mode="reservation")
+    free = _free_h100s()
+    request = submit_request(
+        user=bob,
+        claim=ClaimInput(
+            namespace="gpu-test1", name="elsewhere", device_class_name="gpu.nvidia.com"
+        ),
+    )
+    assert _free_h100s() == free - 1
+    # Another process released it: the row ended and nobody told this index.
+    ClaimRequest.objects.filter(pk=request.pk).update(state=ClaimRequest.State.RELEASED)
+    assert _free_h100s() == free
