@@ -76,7 +76,7 @@ def ensure_watchers() -> list[str]:
 def _retry_later(task: Any, error: Retry) -> None:
     """Retry with backoff on a worker; in the embedded mode (tasks run inline) leave the
     request for the ``resume`` beat task rather than spin."""
-    if settings.CELERY_TASK_ALWAYS_EAGER:
+    if task.request.is_eager:
         return
     raise task.retry(exc=error, countdown=min(MAX_BACKOFF, 2 ** min(task.request.retries + 1, 6)))
 

@@ -90,26 +90,28 @@ def test_an_ended_lease_releases_the_claim(live, bob):
 def test_a_change_committed_out_of_id_order_is_not_skipped(live):
     _, cluster, _ = live
     from devices.models import InventoryChange
+    from mirror.store import load
 
     free = _free_h100s()
     placement = index().place(index().parse("gpu-test3", "late", ONE_H100))
     driver, pool, _ = next(iter(placement.keys))
-    # Another transaction took the next id first but commits after a later one.
-    late_id = InventoryChange.objects.create(scope="pool", driver="x", pool_name="y").pk + 1
-    InventoryChange.objects.create(id=late_id + 1, scope="pool", driver="x", pool_name="y")
-    index().catch_up()
+    # Three ids taken in order; the middle one's transaction has not committed yet.
+    first, late, last = (
+        InventoryChange.objects.create(scope="pool", driver="x", pool_name="y").pk for _ in range(3)
+    )
+    InventoryChange.objects.filter(pk=late).delete()
+    index().catch_up()  # the cursor moves past the gap
     claim = cluster.create(
         Kind.RESOURCE_CLAIMS,
         {"metadata": {"name": "late", "namespace": "gpu-test3"}, "spec": ONE_H100},
     )
     claim["status"] = {"allocation": placement.allocation}
     cluster.replace_status(Kind.RESOURCE_CLAIMS, claim)
-    # Mirror the claim by hand, logging its pool under the earlier id.
-    from mirror.store import load
-
     load([{**cluster.get(Kind.RESOURCE_CLAIMS, "late", "gpu-test3"), "kind": "ResourceClaim"}])
-    InventoryChange.objects.filter(id__gt=late_id + 1).delete()
-    InventoryChange.objects.create(id=late_id, scope="pool", driver=driver, pool_name=pool)
+    # The claim's pool change is the one that commits late, under the earlier id.
+    InventoryChange.objects.filter(pk__gt=last).delete()
+    InventoryChange.objects.create(id=late, scope="pool", driver=driver, pool_name=pool)
+    assert first < late < last
     assert _free_h100s() == free - 1
 
 
