@@ -408,6 +408,29 @@ class AllocationIndex:
             f"claim {namespace}/{name}",
         )
 
+    def class_request(
+        self, device_class: str, selectors: tuple[str, ...] | list[str] = ()
+    ) -> ExactRequest | None:
+        """A one-request claim's parsed request for a class and selectors (what previews,
+        estimates and class summaries match devices with); None when it does not parse."""
+        spec = {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "devices",
+                        "exactly": {
+                            "deviceClassName": device_class,
+                            "selectors": [{"cel": {"expression": e}} for e in selectors],
+                        },
+                    }
+                ]
+            }
+        }
+        try:
+            return self.parse("index", "class", spec).requests[0].exactly
+        except (InvalidObject, IndexError):
+            return None
+
     def place(
         self,
         claim: ClaimModel,
@@ -495,21 +518,7 @@ class AllocationIndex:
                 return set()
             if device_class in self._published_by_class:
                 return set(self._published_by_class[device_class])
-            request = (
-                self.parse(
-                    "index",
-                    "class",
-                    {
-                        "devices": {
-                            "requests": [
-                                {"name": "r", "exactly": {"deviceClassName": device_class}}
-                            ]
-                        }
-                    },
-                )
-                .requests[0]
-                .exactly
-            )
+            request = self.class_request(device_class)
             assert request is not None
             passing, _ = self.cluster.request_matches(cls, request)
             devices = self.cluster.inventory.devices
@@ -568,21 +577,7 @@ class AllocationIndex:
             cls = self.cluster.classes.get(device_class)
             capacities: dict[str, Counter[str]] = {}
             if cls is not None:
-                request = (
-                    self.parse(
-                        "index",
-                        "class",
-                        {
-                            "devices": {
-                                "requests": [
-                                    {"name": "r", "exactly": {"deviceClassName": device_class}}
-                                ]
-                            }
-                        },
-                    )
-                    .requests[0]
-                    .exactly
-                )
+                request = self.class_request(device_class)
                 assert request is not None
                 passing, _ = self.cluster.request_matches(cls, request)
                 devices = self.cluster.inventory.devices

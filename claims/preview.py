@@ -19,7 +19,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from claims.index import index
 from claims.quota import check_quota
 from claims.services import prepare
-from claims.specs import PRESETS, REQUEST_NAME, ClaimInput, SpecErrors, resolve_preset
+from claims.specs import PRESETS, ClaimInput, SpecErrors, resolve_preset
 from dra.cel import compile_selector
 from dra.model import InvalidObject
 from dra.quantity import QuantityError, parse_quantity
@@ -134,23 +134,7 @@ def _class_request(device_class: str, selectors: tuple[str, ...] = ()) -> Any:
     selector does not compile."""
     if not device_class or any(compile_selector(s).error is not None for s in selectors):
         return None
-    spec = {
-        "devices": {
-            "requests": [
-                {
-                    "name": REQUEST_NAME,
-                    "exactly": {
-                        "deviceClassName": device_class,
-                        "selectors": [{"cel": {"expression": s}} for s in selectors],
-                    },
-                }
-            ]
-        }
-    }
-    try:
-        request = index().parse("preview", "preview", spec).requests[0].exactly
-    except (InvalidObject, IndexError):
-        return None
+    request = index().class_request(device_class, selectors)
     if request is None or device_class not in index().class_names():
         return None
     return request

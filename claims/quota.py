@@ -17,7 +17,6 @@ from typing import Any
 
 from claims.index import index
 from claims.models import AllocatedDevice, ClaimRequest, ResourceClaim
-from dra.model import InvalidObject
 from portal.models import Quota, Tenant
 
 __all__ = ["ClassUsage", "QuotaCheck", "check_quota", "quota_report", "tenant_usage"]
@@ -94,31 +93,10 @@ class _Estimates:
     def matching(self, device_class: str, selectors: list[str]) -> tuple[int, int]:
         key = (device_class, tuple(selectors))
         if key not in self.cache:
-            try:
-                claim = index().parse(
-                    "quota",
-                    "estimate",
-                    {
-                        "devices": {
-                            "requests": [
-                                {
-                                    "name": "r",
-                                    "exactly": {
-                                        "deviceClassName": device_class,
-                                        "selectors": [
-                                            {"cel": {"expression": e}} for e in selectors
-                                        ],
-                                    },
-                                }
-                            ]
-                        }
-                    },
-                )
-                request = claim.requests[0].exactly
-                assert request is not None
-                self.cache[key] = index().summary(device_class, request)
-            except (InvalidObject, AssertionError):
-                self.cache[key] = (0, 0)
+            request = index().class_request(device_class, selectors)
+            self.cache[key] = (
+                index().summary(device_class, request) if request is not None else (0, 0)
+            )
         return self.cache[key]
 
 
