@@ -281,7 +281,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             return (
                 parse_label_selector(query.get("labelSelector")),
-                parse_field_selector(query.get("fieldSelector"), resource.supports_field),
+                parse_field_selector(query.get("fieldSelector"), resource.field_selector_error),
             )
         except SelectorError as exc:
             raise ApiError.bad_request(str(exc)) from exc
@@ -322,6 +322,7 @@ class Handler(BaseHTTPRequestHandler):
         if query.get("watch") in ("true", "1"):
             self._watch(resource, namespace, query, matchers, fault)
             return
+        _validate_list_options(query)
         try:
             limit = int(query.get("limit") or 0)
         except ValueError as exc:
@@ -584,6 +585,29 @@ class Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"loaded": count})
         else:
             raise ApiError(404, "NotFound", f"no emulator control {method} {path}")
+
+
+def _validate_list_options(query: dict[str, str]) -> None:
+    """kube-apiserver's checks of a list's resourceVersion, resourceVersionMatch and continue."""
+    rv, match = query.get("resourceVersion", ""), query.get("resourceVersionMatch", "")
+    if match and not rv:
+        raise ApiError(
+            422,
+            "Invalid",
+            'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: '
+            "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            {"kind": "ListOptions", "group": "meta.k8s.io"},
+        )
+    if match not in ("", "Exact", "NotOlderThan"):
+        raise ApiError(
+            422,
+            "Invalid",
+            f'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Unsupported value: '
+            f'"{match}": supported values: "Exact", "NotOlderThan"',
+            {"kind": "ListOptions", "group": "meta.k8s.io"},
+        )
+    if query.get("continue") and rv:
+        raise ApiError.bad_request("specifying resource version is not allowed when using continue")
 
 
 def _snake_keys(item: Any) -> dict[str, Any]:

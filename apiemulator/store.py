@@ -205,7 +205,7 @@ class Store:
                     if resource_version_match == "Exact":
                         if requested < self.compacted_rv:
                             raise ApiError.expired(
-                                f"too old resource version: {requested} ({self.compacted_rv})"
+                                "The resourceVersion for the provided list is too old."
                             )
                         list_rv = requested
             snap_key = (resource, namespace, selector_text, list_rv)
