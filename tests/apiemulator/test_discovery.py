@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from dra.features import NEWEST_VERSION
 from apiemulator import Emulator
+from dra.features import NEWEST_VERSION
 from mirror.cluster import Cluster, ClusterConfig
 
 
