@@ -532,6 +532,7 @@ class Handler(BaseHTTPRequestHandler):
                 patch,
                 subresource=subresource,
                 field_manager=manager,
+                force=query.get("force") in ("true", "1"),
             )
             self._send(201 if created else 200, entry.full(), warnings=warnings)
         elif method == "DELETE" and subresource is None:
