@@ -31,7 +31,7 @@ from .errors import ApiError
 from .ownership import (
     FieldPath,
     changed_fields,
-    check_apply_conflicts as _check_apply_conflicts,
+    check_apply_conflicts,
     fields_from_v1,
     fields_to_v1,
     leaf_fields,
@@ -571,7 +571,7 @@ class Store:
             if patch_type == "apply":
                 applied = leaf_fields(patch)
                 if not force:
-                    _check_apply_conflicts(old.obj, patch, applied, field_manager or "")
+                    check_apply_conflicts(old.obj, patch, applied, field_manager or "")
             current = old.document()
             try:
                 if patch_type == "json":
