@@ -22,7 +22,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fixtures", nargs="*", default=[], help="kubectl List JSON/YAML files or directories"
     )
-    parser.add_argument("--version", default="v1.34.1", help="gitVersion served at /version")
+    parser.add_argument(
+        "--version", help="gitVersion served at /version (default: the newest the allocator knows)"
+    )
     parser.add_argument("--kubeconfig", help="write a kubeconfig for the emulator to this file")
     parser.add_argument(
         "--bookmark-interval", type=float, default=10.0, help="seconds between watch bookmarks"
@@ -43,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     emulator = Emulator(
         args.host,
         args.port,
-        git_version=args.version,
+        version=args.version,
         bookmark_interval=args.bookmark_interval,
         initial_resource_version=args.initial_resource_version,
         cluster_uid=args.cluster_uid,

@@ -27,6 +27,7 @@ from .resources import (
     api_group_list,
     api_resource_list,
 )
+from .schema import unknown_fields
 from .selectors import SelectorError, parse_field_selector, parse_label_selector
 from .store import Entry, Store, WatchClosed, dumps
 
@@ -149,9 +150,17 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _send(self, code: int, body: bytes, content_type: str = "application/json") -> None:
+    def _send(
+        self,
+        code: int,
+        body: bytes,
+        content_type: str = "application/json",
+        warnings: Iterable[str] = (),
+    ) -> None:
         self.send_response(code)
         self.send_header("Content-Type", content_type)
+        for warning in warnings:
+            self.send_header("Warning", warning)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -281,7 +290,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             return (
                 parse_label_selector(query.get("labelSelector")),
-                parse_field_selector(query.get("fieldSelector"), resource.supports_field),
+                parse_field_selector(query.get("fieldSelector"), resource.field_selector_error),
             )
         except SelectorError as exc:
             raise ApiError.bad_request(str(exc)) from exc
@@ -297,10 +306,10 @@ class Handler(BaseHTTPRequestHandler):
     ) -> None:
         store = self.server.emulator.store
         if method == "POST":
-            entry = store.create(
-                resource, namespace, _parse_json(body), field_manager=query.get("fieldManager")
-            )
-            self._send(201, entry.full())
+            obj = _parse_json(body)
+            warnings = _drop_unknown_fields(resource, obj, query)
+            entry = store.create(resource, namespace, obj, field_manager=query.get("fieldManager"))
+            self._send(201, entry.full(), warnings=warnings)
             return
         if method not in ("GET", "DELETE"):
             raise ApiError(405, "MethodNotAllowed", f"{method} is not allowed on a collection")
@@ -322,6 +331,7 @@ class Handler(BaseHTTPRequestHandler):
         if query.get("watch") in ("true", "1"):
             self._watch(resource, namespace, query, matchers, fault)
             return
+        _validate_list_options(query)
         try:
             limit = int(query.get("limit") or 0)
         except ValueError as exc:
@@ -496,15 +506,12 @@ class Handler(BaseHTTPRequestHandler):
         elif method == "GET":
             self._send(200, store.get(resource, namespace, name).full())
         elif method == "PUT":
+            obj = _parse_json(body)
+            warnings = _drop_unknown_fields(resource, obj, query)
             entry = store.replace(
-                resource,
-                namespace,
-                name,
-                _parse_json(body),
-                subresource=subresource,
-                field_manager=manager,
+                resource, namespace, name, obj, subresource=subresource, field_manager=manager
             )
-            self._send(200, entry.full())
+            self._send(200, entry.full(), warnings=warnings)
         elif method == "PATCH":
             content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
             patch_type = _PATCH_TYPES.get(content_type)
@@ -516,6 +523,7 @@ class Handler(BaseHTTPRequestHandler):
                     f"format - accepted media types include: {', '.join(_PATCH_TYPES)}",
                 )
             patch = _parse_yaml(body) if patch_type == "apply" else _parse_json(body)
+            warnings = [] if patch_type == "json" else _drop_unknown_fields(resource, patch, query)
             entry, created = store.patch(
                 resource,
                 namespace,
@@ -524,8 +532,9 @@ class Handler(BaseHTTPRequestHandler):
                 patch,
                 subresource=subresource,
                 field_manager=manager,
+                force=query.get("force") in ("true", "1"),
             )
-            self._send(201 if created else 200, entry.full())
+            self._send(201 if created else 200, entry.full(), warnings=warnings)
         elif method == "DELETE" and subresource is None:
             options = _parse_json(body) if body.strip() else {}
             entry, gone = store.delete(
@@ -584,6 +593,51 @@ class Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"loaded": count})
         else:
             raise ApiError(404, "NotFound", f"no emulator control {method} {path}")
+
+
+def _drop_unknown_fields(resource: Resource, obj: Any, query: dict[str, str]) -> list[str]:
+    """Drop the fields `resource` does not know from a request body: the `Warning` headers to
+    answer, or 400 under `fieldValidation=Strict` (`Ignore` drops them silently)."""
+    if not isinstance(obj, dict):
+        return []
+    unknown = unknown_fields(resource.kind, obj)
+    mode = query.get("fieldValidation") or "Warn"
+    if mode not in ("Ignore", "Warn", "Strict"):
+        raise ApiError.bad_request(
+            f"fieldValidation parameter unsupported: {mode}. Valid values are Ignore, Warn, Strict"
+        )
+    if not unknown or mode == "Ignore":
+        return []
+    if mode == "Strict":
+        listed = ", ".join(f'unknown field "{field}"' for field in unknown)
+        raise ApiError.bad_request(
+            f'{resource.kind} in version "{resource.version}" cannot be handled as a '
+            f"{resource.kind}: strict decoding error: {listed}"
+        )
+    return [f'299 - "unknown field \\"{field}\\""' for field in unknown]
+
+
+def _validate_list_options(query: dict[str, str]) -> None:
+    """kube-apiserver's checks of a list's resourceVersion, resourceVersionMatch and continue."""
+    rv, match = query.get("resourceVersion", ""), query.get("resourceVersionMatch", "")
+    if match and not rv:
+        raise ApiError(
+            422,
+            "Invalid",
+            'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: '
+            "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            {"kind": "ListOptions", "group": "meta.k8s.io"},
+        )
+    if match not in ("", "Exact", "NotOlderThan"):
+        raise ApiError(
+            422,
+            "Invalid",
+            f'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Unsupported value: '
+            f'"{match}": supported values: "Exact", "NotOlderThan"',
+            {"kind": "ListOptions", "group": "meta.k8s.io"},
+        )
+    if query.get("continue") and rv:
+        raise ApiError.bad_request("specifying resource version is not allowed when using continue")
 
 
 def _snake_keys(item: Any) -> dict[str, Any]:

@@ -3,8 +3,9 @@
 
 `kubectl create -f` validates before it sends. It first asks OpenAPI v3 whether the kind's PATCH
 operation takes the `fieldValidation` query parameter; when it does, validation is left to the
-server (which the emulator does not do strictly) and nothing else is needed. Without these
-documents kubectl stops with "failed to download openapi" unless `--validate=false`.
+server (the emulator checks the top level, `metadata` and the DRA kinds' `spec`: `schema.py`)
+and nothing else is needed. Without these documents kubectl stops with "failed to download
+openapi" unless `--validate=false`.
 
 The schemas are shallow (`spec` and `status` are free-form objects): enough for discovery of
 the kinds, not a copy of Kubernetes' schemas.

@@ -35,12 +35,20 @@ class Resource:
     def list_kind(self) -> str:
         return f"{self.kind}List"
 
-    def supports_field(self, field: str) -> bool:
-        if field == "metadata.name":
-            return True
-        if field == "metadata.namespace":
-            return self.namespaced
-        return field in self.field_selectors
+    def field_selector_error(self, field: str) -> str | None:
+        """None when `field` may be selected on, else kube-apiserver's 400 message for it."""
+        if field == "metadata.name" or (field == "metadata.namespace" and self.namespaced):
+            return None
+        if field in self.field_selectors:
+            return None
+        if not self.field_selectors:  # no field selectors beyond the object meta ones
+            return (
+                f'"{field}" is not a known field selector: only "metadata.name", '
+                '"metadata.namespace"'
+            )
+        if self.group:
+            return f"field label not supported for {self.api_version}, Kind={self.kind}: {field}"
+        return f"field label not supported: {field}"
 
 
 _RESOURCE_K8S = "resource.k8s.io"
@@ -56,7 +64,7 @@ RESOURCES: dict[tuple[str, str], Resource] = {
             _RESOURCE_K8S,
             "v1",
             False,
-            field_selectors=("spec.nodeName", "spec.driver", "spec.pool.name"),
+            field_selectors=("spec.nodeName", "spec.driver"),
         ),
         Resource(
             "resourceclaims",
@@ -109,7 +117,16 @@ RESOURCES: dict[tuple[str, str], Resource] = {
             status_subresource=True,
             reset_status_on_create=True,
             binding_subresource=True,
-            field_selectors=("spec.nodeName", "status.phase"),
+            field_selectors=(
+                "spec.nodeName",
+                "spec.restartPolicy",
+                "spec.schedulerName",
+                "spec.serviceAccountName",
+                "spec.hostNetwork",
+                "status.phase",
+                "status.podIP",
+                "status.nominatedNodeName",
+            ),
             short_names=("po",),
         ),
         Resource(

@@ -84,8 +84,9 @@ def _field_value(obj: dict[str, Any], path: str) -> str:
     return str(value)
 
 
-def parse_field_selector(text: str | None, supports: Callable[[str], bool]) -> Matcher | None:
-    """Field selectors: `field=value`, `field==value`, `field!=value`, ANDed with commas."""
+def parse_field_selector(text: str | None, refuse: Callable[[str], str | None]) -> Matcher | None:
+    """Field selectors: `field=value`, `field==value`, `field!=value`, ANDed with commas.
+    `refuse(field)` says why a field cannot be selected on (None: it can)."""
     if not text:
         return None
     requirements: list[tuple[str, bool, str]] = []
@@ -94,8 +95,8 @@ def parse_field_selector(text: str | None, supports: Callable[[str], bool]) -> M
         if not m:
             raise SelectorError(f"invalid selector: {term!r}")
         field, op, value = m.group(1), m.group(2), m.group(3)
-        if not supports(field):
-            raise SelectorError(f'field label not supported: "{field}"')
+        if (why := refuse(field)) is not None:
+            raise SelectorError(why)
         requirements.append((field, op != "!=", value))
 
     def matches(obj: dict[str, Any]) -> bool:

@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from dra.features import NEWEST_VERSION
+
 from .errors import ApiError
 from .faults import Fault
 from .handler import Server
@@ -39,7 +41,7 @@ class Emulator:
         host: str = "127.0.0.1",
         port: int = 0,
         *,
-        git_version: str = "v1.34.1",
+        version: str | None = None,
         bookmark_interval: float = 10.0,
         history_limit: int | None = 500_000,
         require_namespaces: bool = True,
@@ -50,10 +52,12 @@ class Emulator:
     ) -> None:
         """``initial_resource_version`` starts the history there (a restarted cluster may
         start below what its clients saw); ``cluster_uid`` is the uid of ``kube-system``, the
-        cluster's identity (random unless given; keep it to emulate the same cluster)."""
+        cluster's identity (random unless given; keep it to emulate the same cluster).
+        ``version`` is what ``/version`` reports (``"1.35"`` or ``"v1.35.2"``); by default the
+        newest Kubernetes the allocator knows (``dra.features.NEWEST_VERSION``)."""
         self.host = host
         self.requested_port = port
-        self.git_version = git_version
+        self.git_version = _git_version(version)
         self.bookmark_interval = bookmark_interval
         self.verbose = verbose
         self._history_limit = history_limit
@@ -167,7 +171,7 @@ class Emulator:
 
     def version_info(self) -> dict[str, str]:
         match = re.match(r"v?(\d+)\.(\d+)", self.git_version)
-        major, minor = match.groups() if match else ("1", "34")
+        major, minor = match.groups() if match else map(str, NEWEST_VERSION)
         return {
             "major": major,
             "minor": minor,
@@ -339,3 +343,11 @@ class Emulator:
     def _watch_ended(self) -> None:
         with self._faults_lock:
             self._active_watches -= 1
+
+
+def _git_version(version: str | None) -> str:
+    """``None`` → the newest version the allocator knows; ``"1.35"`` → ``"v1.35.0"``."""
+    if version is None:
+        return "v{}.{}.0".format(*NEWEST_VERSION)
+    version = version if version.startswith("v") else f"v{version}"
+    return version if version.count(".") >= 2 else f"{version}.0"

@@ -28,6 +28,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .errors import ApiError
+from .ownership import (
+    FieldPath,
+    changed_fields,
+    check_apply_conflicts,
+    fields_from_v1,
+    fields_to_v1,
+    leaf_fields,
+)
 from .patch import PatchError, apply_json_patch, merge_patch, strip_directives
 from .resources import RESOURCES, Resource, by_kind
 from .selectors import Matcher
@@ -124,6 +132,15 @@ def _body_without_type(resource: Resource, body: Any, name_hint: str) -> dict[st
     return body
 
 
+def _without_times(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object with its managedFields' times left out (they alone make no write)."""
+    managed = obj["metadata"].get("managedFields")
+    if not managed:
+        return obj
+    fields = [{k: v for k, v in f.items() if k != "time"} for f in managed]
+    return {**obj, "metadata": {**obj["metadata"], "managedFields": fields}}
+
+
 def _content(obj: dict[str, Any]) -> dict[str, Any]:
     """What `generation` tracks: everything except metadata and status."""
     return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
@@ -205,7 +222,7 @@ class Store:
                     if resource_version_match == "Exact":
                         if requested < self.compacted_rv:
                             raise ApiError.expired(
-                                f"too old resource version: {requested} ({self.compacted_rv})"
+                                "The resourceVersion for the provided list is too old."
                             )
                         list_rv = requested
             snap_key = (resource, namespace, selector_text, list_rv)
@@ -378,29 +395,51 @@ class Store:
             elif resource.kind == "Pod":
                 obj.setdefault("status", {"phase": "Pending"})
             if field_manager:
-                self._record_manager(resource, obj, field_manager, operation)
+                fields = leaf_fields(obj)
+                self._record_manager(
+                    resource,
+                    obj,
+                    field_manager,
+                    operation,
+                    changed=fields,
+                    applied=fields if operation == "Apply" else None,
+                )
             entry = Entry.build(resource, obj, self._next_rv())
             return self._commit("ADDED", entry, None)
 
     @staticmethod
-    def _record_manager(resource: Resource, obj: dict[str, Any], manager: str, op: str) -> None:
-        """Minimal managedFields: one entry per (manager, operation), fieldsV1 left empty."""
-        fields = [
-            f
-            for f in obj["metadata"].get("managedFields") or []
-            if (f.get("manager"), f.get("operation")) != (manager, op)
-        ]
-        fields.append(
+    def _record_manager(
+        resource: Resource,
+        obj: dict[str, Any],
+        manager: str,
+        op: str,
+        *,
+        changed: set[FieldPath],
+        applied: set[FieldPath] | None = None,
+    ) -> None:
+        """managedFields: the fields `changed` move to (manager, op), leaving the other
+        entries; an apply owns exactly the fields it `applied` (lists count as one field)."""
+        entries = []
+        own: set[FieldPath] = set()
+        for f in obj["metadata"].get("managedFields") or []:
+            fields = fields_from_v1(f.get("fieldsV1") or {})
+            if (f.get("manager"), f.get("operation")) == (manager, op):
+                own = fields
+                continue
+            if fields and not fields - changed:
+                continue  # every field it owned was taken over
+            entries.append({**f, "fieldsV1": fields_to_v1(fields - changed)} if fields else f)
+        entries.append(
             {
                 "manager": manager,
                 "operation": op,
                 "apiVersion": resource.api_version,
                 "time": now_rfc3339(),
                 "fieldsType": "FieldsV1",
-                "fieldsV1": {},
+                "fieldsV1": fields_to_v1(applied if applied is not None else own | changed),
             }
         )
-        obj["metadata"]["managedFields"] = fields
+        obj["metadata"]["managedFields"] = entries
 
     def _update(
         self,
@@ -410,6 +449,7 @@ class Store:
         subresource: str | None,
         field_manager: str | None = None,
         operation: str = "Update",
+        applied: set[FieldPath] | None = None,
     ) -> Entry:
         """Store `new` in place of `old` (lock held), keeping what the server owns."""
         resource = old.resource
@@ -459,10 +499,17 @@ class Store:
             if _content(result) != _content(old_obj):
                 meta["generation"] = int(old_meta.get("generation") or 0) + 1
         result["metadata"]["resourceVersion"] = old_meta.get("resourceVersion")
-        if result == old_obj:
-            return old  # a no-op write does not bump the resourceVersion
         if field_manager:
-            self._record_manager(resource, result, field_manager, operation)
+            self._record_manager(
+                resource,
+                result,
+                field_manager,
+                operation,
+                changed=changed_fields(old_obj, result),
+                applied=applied,
+            )
+        if _without_times(result) == _without_times(old_obj):
+            return old  # a no-op write does not bump the resourceVersion
         if result["metadata"].get("deletionTimestamp") and not result["metadata"].get("finalizers"):
             entry = Entry.build(resource, result, self._next_rv())
             return self._commit("DELETED", entry, old)
@@ -493,6 +540,7 @@ class Store:
         *,
         subresource: str | None = None,
         field_manager: str | None = None,
+        force: bool = False,
     ) -> tuple[Entry, bool]:
         """Apply one patch; returns the entry and whether it was created (apply only)."""
         with self.lock:
@@ -519,6 +567,11 @@ class Store:
                     return entry, True
             if old is None:
                 raise ApiError.not_found(resource.plural, resource.group, name)
+            applied = None
+            if patch_type == "apply":
+                applied = leaf_fields(patch)
+                if not force:
+                    check_apply_conflicts(old.obj, patch, applied, field_manager or "")
             current = old.document()
             try:
                 if patch_type == "json":
@@ -544,6 +597,7 @@ class Store:
                 subresource=subresource,
                 field_manager=field_manager,
                 operation="Apply" if patch_type == "apply" else "Update",
+                applied=applied,
             )
             return entry, False
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import urllib.error
 import urllib.request
 from typing import Any
@@ -46,17 +47,17 @@ def body_for(kind: Kind) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": f"made-{kind.value}", "labels": {"app": "test"}}
     if kind in NAMESPACED:
         metadata["namespace"] = "default"
-    return {"metadata": metadata, "spec": {**specs[kind], "futureField": {"nested": [1, "two"]}}}
+    return {"metadata": metadata, "spec": specs[kind]}
 
 
 @pytest.mark.parametrize("kind", list(Kind))
-def test_it_round_trips_every_kind_keeping_unknown_fields(cluster: Cluster, kind: Kind) -> None:
+def test_it_round_trips_every_kind(cluster: Cluster, kind: Kind) -> None:
     body = body_for(kind)
     created = cluster.create(kind, body)
     namespace = body["metadata"].get("namespace")
     fetched = cluster.get(kind, body["metadata"]["name"], namespace)
 
-    assert fetched["spec"]["futureField"] == {"nested": [1, "two"]}
+    assert all(fetched["spec"].get(key) == value for key, value in body["spec"].items())
     assert fetched["kind"] and fetched["apiVersion"]
     assert fetched["metadata"]["uid"] == created["metadata"]["uid"]
     assert int(fetched["metadata"]["resourceVersion"]) > 0
@@ -94,7 +95,9 @@ def test_it_bumps_generation_only_when_the_spec_changes(cluster: Cluster) -> Non
     created = cluster.create(Kind.DEVICE_CLASSES, body_for(Kind.DEVICE_CLASSES))
     name = created["metadata"]["name"]
     labelled = cluster.patch(Kind.DEVICE_CLASSES, name, {"metadata": {"labels": {"x": "y"}}})
-    respecced = cluster.patch(Kind.DEVICE_CLASSES, name, {"spec": {"futureField": "changed"}})
+    respecced = cluster.patch(
+        Kind.DEVICE_CLASSES, name, {"spec": {"extendedResourceName": "example.com/gpu"}}
+    )
 
     assert created["metadata"]["generation"] == 1
     assert labelled["metadata"]["generation"] == 1
@@ -344,3 +347,36 @@ def test_deletecollection_deletes_the_selected_objects(
         assert response.status == 200
     left = cluster.list_page(Kind.RESOURCE_CLAIMS, namespace="default")["items"]
     assert [i["metadata"]["name"] for i in left] == ["c"]
+
+
+def _post(emulator: Emulator, query: str, body: dict[str, Any]) -> tuple[int, Any, list[str]]:
+    request = urllib.request.Request(  # noqa: S310 - the emulator on loopback
+        f"{emulator.url}/apis/resource.k8s.io/v1/deviceclasses{query}",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310
+            return response.status, json.loads(response.read()), response.headers.get_all("Warning")
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read()), exc.headers.get_all("Warning") or []
+
+
+def test_it_drops_unknown_fields_with_a_warning(emulator: Emulator) -> None:
+    body = {"metadata": {"name": "c", "color": "red"}, "spec": {"selectors": [], "foo": 1}}
+    code, created, warnings = _post(emulator, "", body)
+    assert code == 201
+    assert sorted(warnings) == [
+        '299 - "unknown field \\"metadata.color\\""',
+        '299 - "unknown field \\"spec.foo\\""',
+    ]
+    assert "foo" not in created["spec"] and "color" not in created["metadata"]
+
+
+def test_strict_field_validation_refuses_unknown_fields(emulator: Emulator) -> None:
+    body = {"metadata": {"name": "c"}, "spec": {"selectors": [], "foo": 1}}
+    code, status, _ = _post(emulator, "?fieldValidation=Strict", body)
+    assert (code, status["reason"]) == (400, "BadRequest")
+    assert status["message"].endswith('strict decoding error: unknown field "spec.foo"')
+    assert emulator.objects("DeviceClass") == []

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from apiemulator import Emulator
+from dra.features import NEWEST_VERSION
 from mirror.cluster import Cluster, ClusterConfig
 
 
@@ -27,7 +28,7 @@ def fetch(emulator: Emulator, path: str, method: str = "GET") -> tuple[int, Any]
 
 def test_version_reports_the_configured_git_version() -> None:
     with (
-        Emulator(port=0, git_version="v1.35.2") as emulator,
+        Emulator(port=0, version="v1.35.2") as emulator,
         Cluster(ClusterConfig(server=emulator.url)) as cluster,
     ):
         version = cluster.version()
@@ -35,8 +36,16 @@ def test_version_reports_the_configured_git_version() -> None:
     assert version.version == "1.35"
 
 
-def test_version_defaults_to_1_34(cluster: Cluster) -> None:
-    assert cluster.version().version == "1.34"
+def test_version_defaults_to_the_newest_the_allocator_knows(cluster: Cluster) -> None:
+    assert cluster.version().version == "{}.{}".format(*NEWEST_VERSION)
+
+
+def test_a_short_version_gets_a_patch_level() -> None:
+    with (
+        Emulator(port=0, version="1.35") as emulator,
+        Cluster(ClusterConfig(server=emulator.url)) as cluster,
+    ):
+        assert cluster.version().git_version == "v1.35.0"
 
 
 def test_the_core_group_is_discoverable(emulator: Emulator) -> None:

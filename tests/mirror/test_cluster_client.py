@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from apiemulator import Emulator
+from dra.features import NEWEST_VERSION
 from mirror.cluster import (
     AlreadyExists,
     Cluster,
@@ -41,7 +42,6 @@ FUTURE_CLAIM: dict[str, Any] = {
             ],
             "futureList": [{"a": True}],
         },
-        "futureField": "kept",
     },
 }
 
@@ -132,7 +132,7 @@ def test_it_reads_the_kubeconfig_named_by_the_environment(
 ) -> None:
     monkeypatch.setenv("KUBECONFIG", str(emulator.kubeconfig(tmp_path / "config")))
     with Cluster() as cluster:
-        assert cluster.version().version == "1.34"
+        assert cluster.version().version == "{}.{}".format(*NEWEST_VERSION)
         assert cluster.name == "default"
 
 
@@ -178,12 +178,12 @@ def test_unknown_fields_survive_create_get_list_watch_and_apply(cluster: Cluster
     ]
     applied = cluster.apply(
         Kind.RESOURCE_CLAIMS,
-        {"metadata": {"name": "future", "namespace": "default", "futureMeta": 1}},
+        {"metadata": {"name": "future", "namespace": "default", "labels": {"applied": "1"}}},
     )
 
     for obj in (created, fetched, listed, watched, applied):
         assert obj["spec"] == FUTURE_CLAIM["spec"]
-    assert applied["metadata"]["futureMeta"] == 1
+    assert applied["metadata"]["labels"] == {"portal/request": "7", "applied": "1"}
     assert FUTURE_CLAIM["metadata"] == {
         "name": "future",
         "namespace": "default",
