@@ -41,7 +41,7 @@ from dra.allocator import (
     allocation_result,
     explain_claims,
 )
-from dra.features import Features
+from dra.features import PORTAL_FEATURES
 from dra.model import (
     ExactRequest,
     InvalidObject,
@@ -60,14 +60,6 @@ __all__ = ["AllocationIndex", "Placement", "index", "reset_index"]
 
 PoolKey = tuple[str, str]
 DeviceKey = tuple[str, str, str]
-# The features of a current cluster (Kubernetes 1.36), as the mirror's device states use.
-FEATURES = Features(
-    admin_access=True,
-    prioritized_list=True,
-    partitionable_devices=True,
-    consumable_capacity=True,
-    device_taints=True,
-)
 NODE_RELOAD_SECONDS = 5.0
 # How long a reservation chosen by this process is assumed before its row must show it.
 LOCAL_SECONDS = 30.0
@@ -163,7 +155,7 @@ class AllocationIndex(IndexReads):
                 state.in_use |= keys
                 for key, amounts in consumed.items():
                     state.consumed[key] = dict(amounts)
-            self.cluster = Cluster(FEATURES, classes, Inventory(slices), nodes, state)
+            self.cluster = Cluster(PORTAL_FEATURES, classes, Inventory(slices), nodes, state)
             self._slice_versions = dict(versions)
             self.published = {
                 name if "/" in name else f"{resource_slice.driver}/{name}"
@@ -443,7 +435,9 @@ class AllocationIndex(IndexReads):
             assert self.cluster is not None
             outcome = self.cluster.allocate([claim], None, timeout)
             if outcome.allocations and outcome.node is not None:
-                allocation = allocation_result(outcome.allocations[0], outcome.node.name, FEATURES)
+                allocation = allocation_result(
+                    outcome.allocations[0], outcome.node.name, PORTAL_FEATURES
+                )
                 return Placement(allocation=allocation, node=outcome.node.name)
             placement = Placement(error=outcome.error)
             if explain:

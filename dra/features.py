@@ -14,6 +14,7 @@ __all__ = [
     "FEATURE_NAMES",
     "NEWEST_VERSION",
     "OLDEST_VERSION",
+    "PORTAL_FEATURES",
     "FeatureError",
     "Features",
     "parse_features",
@@ -80,6 +81,18 @@ class Features:
         ):
             return "incubating"
         return "stable"
+
+
+# What a current cluster (the newest version the allocator knows) runs with: the assumptions
+# of the portal's device states, its allocation index and the demo's scheduler. Binding
+# conditions and device status stay off: nothing in the portal drives them.
+PORTAL_FEATURES = Features(
+    admin_access=True,
+    prioritized_list=True,
+    partitionable_devices=True,
+    consumable_capacity=True,
+    device_taints=True,
+)
 
 
 class FeatureError(ValueError):

@@ -43,7 +43,7 @@ from typing import Any
 
 from claims.models import SIMULATED_SCHEDULER_ANNOTATION
 from dra.allocator import DEFAULT_TIMEOUT_SECONDS, run_case
-from dra.features import FEATURE_NAMES
+from dra.features import FEATURE_NAMES, PORTAL_FEATURES
 from dra.model import InvalidObject, parse_node, parse_node_selector
 from mirror.cluster import (
     Cluster,
@@ -56,7 +56,6 @@ from mirror.cluster import (
     Unreachable,
 )
 from mirror.reflector import Backoff
-from mirror.states import PORTAL_FEATURES
 
 __all__ = [
     "DELETE_PROTECTION",

@@ -18,14 +18,13 @@ from django.apps.registry import Apps
 from django.utils import timezone
 
 from dra.allocator.availability import Availability, Holding, State, device_availability
-from dra.features import Features
+from dra.features import PORTAL_FEATURES
 from dra.model import AllocatedDevice as Result
 from dra.model import InvalidObject, ResourceSlice, parse_slice
 from dra.quantity import QuantityError, parse_quantity
 from mirror.kinds import Kind
 
 __all__ = [
-    "PORTAL_FEATURES",
     "STATE_KINDS",
     "DeviceKey",
     "PoolKey",
@@ -38,14 +37,6 @@ __all__ = [
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device name
 PoolKey = tuple[str, str]  # driver, pool
-# The DRA features of a current cluster (Kubernetes 1.36, the newest the allocator knows).
-PORTAL_FEATURES = Features(
-    admin_access=True,
-    prioritized_list=True,
-    partitionable_devices=True,
-    consumable_capacity=True,
-    device_taints=True,
-)
 POOLS_PER_QUERY = 500
 # The kinds whose rows device states derive from.
 STATE_KINDS = frozenset({Kind.RESOURCE_SLICES, Kind.RESOURCE_CLAIMS})

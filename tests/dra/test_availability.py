@@ -21,8 +21,8 @@ import pytest
 
 from dra.allocator import build_cluster, outcome_json, run_case
 from dra.allocator.availability import Holding, State, device_availability
+from dra.features import PORTAL_FEATURES
 from dra.model import parse_allocated_results, parse_claim, parse_slice
-from mirror.states import PORTAL_FEATURES
 
 FIXTURES = Path(__file__).resolve().parents[2] / "devices" / "fixtures"
 FEATURES = {
