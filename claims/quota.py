@@ -17,6 +17,7 @@ from typing import Any
 
 from claims.index import index
 from claims.models import AllocatedDevice, ClaimRequest, ResourceClaim
+from dra.model import ExactRequest, InvalidObject, parse_claim
 from portal.models import Quota, Tenant
 
 __all__ = ["ClassUsage", "QuotaCheck", "check_quota", "quota_report", "tenant_usage"]
@@ -56,61 +57,49 @@ class ClassUsage:
         }
 
 
-def _request_classes(spec: dict[str, Any]) -> dict[str, list[tuple[str, Any, list[str]]]]:
-    """Per request (and subrequest) name: (class, count or "All", selectors)."""
-    out: dict[str, list[tuple[str, Any, list[str]]]] = {}
-    for request in (spec.get("devices") or {}).get("requests") or []:
-        if not isinstance(request, dict):
-            continue
-        options = (
-            [(request.get("name"), request["exactly"])]
-            if isinstance(request.get("exactly"), dict)
-            else [
-                (f"{request.get('name')}/{sub.get('name')}", sub)
-                for sub in request.get("firstAvailable") or []
-                if isinstance(sub, dict)
-            ]
+# What one (sub)request asks: its class, a count (or "All"; 0 for admin access, which never
+# counts) and the parsed request (class and selectors, what the index matches devices with).
+Option = tuple[str, Any, ExactRequest]
+
+
+def _request_classes(spec: dict[str, Any]) -> dict[str, Option]:
+    """Per request (and ``request/subrequest``) name, what it asks — read with the DRA core's
+    claim parser; a spec it cannot read asks for nothing."""
+    try:
+        claim = parse_claim(
+            {"metadata": {"name": "claim", "namespace": "quota", "uid": "claim"}, "spec": spec},
+            "claim",
         )
-        for name, body in options:
-            selectors = [
-                str((selector.get("cel") or {}).get("expression", ""))
-                for selector in body.get("selectors") or []
-                if isinstance(selector, dict)
-            ]
-            count = "All" if body.get("allocationMode") == "All" else int(body.get("count") or 1)
-            if body.get("adminAccess"):
-                count = 0
-            out[str(name)] = [(str(body.get("deviceClassName", "")), count, selectors)]
-    return out
-
-
-class _Estimates:
-    """Devices and memory an unallocated request stands for, one index lookup per shape."""
-
-    def __init__(self) -> None:
-        self.cache: dict[tuple[str, tuple[str, ...]], tuple[int, int]] = {}
-
-    def matching(self, device_class: str, selectors: list[str]) -> tuple[int, int]:
-        key = (device_class, tuple(selectors))
-        if key not in self.cache:
-            request = index().class_request(device_class, selectors)
-            self.cache[key] = (
-                index().summary(device_class, request) if request is not None else (0, 0)
+    except InvalidObject:
+        return {}
+    options: dict[str, Option] = {}
+    for request in claim.requests:
+        alternatives = (
+            [(request.name, request.exactly)]
+            if request.exactly is not None
+            else [(f"{request.name}/{sub.name}", sub) for sub in request.first_available]
+        )
+        for name, option in alternatives:
+            count: Any = "All" if option.allocation_mode == "All" else option.count
+            options[name] = (
+                option.device_class_name,
+                0 if option.admin_access else count,
+                option,
             )
-        return self.cache[key]
+    return options
 
 
 # What each mirrored claim asks, by (uid, resourceVersion): a claim's spec is read and parsed
 # once per version, however often its tenant's usage is counted. Bounded; oldest first out.
-_OPTIONS: OrderedDict[tuple[str, str], dict[str, list[tuple[str, Any, list[str]]]]] = OrderedDict()
+_OPTIONS: OrderedDict[tuple[str, str], dict[str, Option]] = OrderedDict()
 _OPTIONS_LIMIT = 100_000
 
 
 def _claim_options(
     claims: list[tuple[int, str, str]],
-) -> dict[int, dict[str, list[tuple[str, Any, list[str]]]]]:
+) -> dict[int, dict[str, Option]]:
     """Per claim pk, :func:`_request_classes` of its spec (cached by uid and version)."""
-    found: dict[int, dict[str, list[tuple[str, Any, list[str]]]]] = {}
+    found: dict[int, dict[str, Option]] = {}
     missing: dict[int, tuple[str, str]] = {}
     for pk, uid, version in claims:
         cached = _OPTIONS.get((uid, version))
@@ -149,7 +138,6 @@ def tenant_usage(tenant: Tenant, *, max_age: float = 0) -> dict[str, ClassUsage]
 
 def _count_usage(tenant: Tenant) -> dict[str, ClassUsage]:
     usage: dict[str, ClassUsage] = defaultdict(ClassUsage)
-    estimates = _Estimates()
     rows = list(
         ResourceClaim.objects.filter(tenant=tenant).values_list(
             "pk", "uid", "resource_version", "namespace", "name", "is_allocated"
@@ -162,7 +150,7 @@ def _count_usage(tenant: Tenant) -> dict[str, ClassUsage]:
         claim__tenant=tenant, claim__is_allocated=True, admin_access=False
     ).values_list("claim_id", "request", "device__memory_bytes"):
         option = options_of.get(claim_pk, {}).get(request_name)
-        device_class = option[0][0] if option else ""
+        device_class = option[0] if option else ""
         classes_used[claim_pk].add(device_class)
         usage[device_class].devices += 1
         usage[device_class].memory_bytes += memory or 0
@@ -170,12 +158,12 @@ def _count_usage(tenant: Tenant) -> dict[str, ClassUsage]:
         if is_allocated:
             continue
         seen_requests: set[str] = set()
-        for name, ((device_class, count, selectors),) in options_of.get(pk, {}).items():
+        for name, (device_class, count, request) in options_of.get(pk, {}).items():
             top = name.split("/")[0]
             if top in seen_requests or count == 0:
                 continue  # firstAvailable: the first alternative stands for the request
             seen_requests.add(top)
-            matched, memory = estimates.matching(device_class, selectors)
+            matched, memory = index().summary(device_class, request)
             devices = matched if count == "All" else int(count)
             classes_used[pk].add(device_class)
             usage[device_class].devices += devices

@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse
 
 from claims.access import get_claim_for_user
 from claims.filtersets import ResourceClaimFilterSet
+from claims.index import index
 from claims.models import AllocatedDevice, ResourceClaim
 from claims.preview import explain_spec, selector_hints
 from claims.tables import ResourceClaimTable, claim_state_badge
@@ -92,17 +93,11 @@ def _why_pending(claim: ResourceClaim) -> dict[str, Any] | None:
         return {"fits": False, "error": str(error), "explanations": []}
     hints: list[str] = []
     if placement.allocation is None:
-        for request in (claim.spec.get("devices") or {}).get("requests") or []:
-            options = [request.get("exactly")] if request.get("exactly") else []
-            options += request.get("firstAvailable") or []
-            for option in options:
-                if isinstance(option, dict) and option.get("deviceClassName"):
-                    selectors = tuple(
-                        str((selector.get("cel") or {}).get("expression", ""))
-                        for selector in option.get("selectors") or []
-                        if isinstance(selector, dict)
-                    )
-                    hints += selector_hints(str(option["deviceClassName"]), selectors)
+        for request in index().parse(claim.namespace, claim.name, claim.spec).requests:
+            options = [request.exactly] if request.exactly is not None else []
+            for option in (*options, *request.first_available):
+                selectors = tuple(s for s in option.selectors if s is not None)
+                hints += selector_hints(option.device_class_name, selectors)
     return {
         "fits": placement.allocation is not None,
         "node": placement.node,
