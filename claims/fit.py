@@ -30,6 +30,7 @@ class FitReport:
     of why not) and the quota's verdict."""
 
     namespace: TenantNamespace
+    spec: dict[str, Any]
     mode: str
     lease: timedelta | None
     held_devices: int
@@ -53,18 +54,26 @@ class FitReport:
         return list(((self.placement.allocation or {}).get("devices") or {}).get("results") or [])
 
 
-def would_it_fit(user: AbstractBaseUser | AnonymousUser, claim: ClaimInput) -> FitReport:
+def would_it_fit(
+    user: AbstractBaseUser | AnonymousUser, claim: ClaimInput, *, usage_max_age: float = 0
+) -> FitReport:
     """The dry run of ``submit_request(user=user, claim=claim)``. Raises
     :class:`claims.specs.SpecErrors` for what submitting would refuse as invalid; over quota
-    is not an error here but ``report.quota.problems``."""
+    is not an error here but ``report.quota.problems``. ``usage_max_age``: the live preview
+    may count the tenant's usage from a result that many seconds old."""
     namespace, spec, mode, devices, memory = prepare(user, claim)
     lease = lease_for(namespace.tenant, claim)
     placement = index().place(index().parse(claim.namespace, claim.name, spec))
     check = check_quota(
-        namespace.tenant, claim.device_class_name, devices=devices, memory_bytes=memory
+        namespace.tenant,
+        claim.device_class_name,
+        devices=devices,
+        memory_bytes=memory,
+        max_age=usage_max_age,
     )
     return FitReport(
         namespace=namespace,
+        spec=spec,
         mode=mode,
         lease=lease,
         held_devices=devices,

@@ -1,10 +1,10 @@
 """The live preview of a claim request: what the form would ask for, checked against the
 inventory as the user types (advice only; ``submit_request`` decides).
 
-Every check is ``claims.services.prepare``'s (so the preview and the submission can never
-disagree about what is wrong); the counts come from the warm index (``index().matching``,
-one CEL evaluation per device shape, cached), and "would it fit now?" from ``index().place``
-with its explanation funnel when it would not. Nothing is recorded.
+The checks, the quota verdict and "would it fit now?" are the API's dry run
+(``claims.fit.would_it_fit``, itself ``claims.services.prepare`` plus ``index().place``), so the
+preview, the dry run and the submission never disagree about what is wrong; the counts per node
+come from the warm index (one CEL evaluation per device shape, kept). Nothing is recorded.
 """
 
 from __future__ import annotations
@@ -16,12 +16,10 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
+from claims.fit import would_it_fit
 from claims.index import index
-from claims.quota import check_quota
-from claims.services import prepare
 from claims.specs import PRESETS, ClaimInput, SpecErrors, resolve_preset
 from dra.cel import compile_selector
-from dra.model import InvalidObject
 from dra.quantity import QuantityError, parse_quantity
 
 __all__ = ["STAGE_LABELS", "FunnelStage", "Preview", "preset_availability", "preview", "to_yaml"]
@@ -226,9 +224,9 @@ def explain_spec(namespace: str, name: str, spec: dict[str, Any]) -> tuple[Any, 
 def preview(user: AbstractBaseUser | AnonymousUser, claim: ClaimInput) -> Preview:
     """See the module docstring."""
     result = Preview(device_class=claim.device_class_name)
-    prepared = None
+    report = None
     try:
-        prepared = prepare(user, claim)
+        report = would_it_fit(user, claim, usage_max_age=settings.CLAIMS_PREVIEW_USAGE_SECONDS)
     except SpecErrors as error:
         result.errors = error.errors
     request = _class_request(claim.device_class_name, claim.selectors)
@@ -237,32 +235,19 @@ def preview(user: AbstractBaseUser | AnonymousUser, claim: ClaimInput) -> Previe
             claim.device_class_name, request, TOP_NODES
         )
         result.hints = selector_hints(claim.device_class_name, claim.selectors)
-    if prepared is None:
+    if report is None:
         return result
-    namespace, spec, mode, held_devices, held_memory = prepared
-    result.mode = str(mode)
-    result.held_devices = held_devices
+    result.mode = str(report.mode)
+    result.held_devices = report.held_devices
     if not claim.admin_access:
-        check = check_quota(
-            namespace.tenant,
-            claim.device_class_name,
-            devices=held_devices,
-            memory_bytes=held_memory,
-            max_age=settings.CLAIMS_PREVIEW_USAGE_SECONDS,
-        )
-        result.quota_problems = check.problems
-    result.manifest, result.pod = _manifests(claim, spec)
-    try:
-        placement, result.explanations = explain_spec(claim.namespace, claim.name, spec)
-    except InvalidObject as error:
-        result.placement_error = str(error)
-        result.fits = False
-        return result
-    result.fits = placement.allocation is not None
+        result.quota_problems = report.quota.problems
+    result.manifest, result.pod = _manifests(claim, report.spec)
+    placement = report.placement
+    result.explanations = _explanations(placement)
+    result.fits = report.allocatable
     result.node = placement.node
     result.placement_error = placement.error
-    results = ((placement.allocation or {}).get("devices") or {}).get("results") or []
     result.devices = [
-        {"driver": r["driver"], "pool": r["pool"], "device": r["device"]} for r in results
+        {"driver": r["driver"], "pool": r["pool"], "device": r["device"]} for r in report.devices
     ]
     return result
