@@ -239,10 +239,6 @@ def submit_request(
     return request
 
 
-def _days(duration: timedelta) -> str:
-    return format_duration(duration)
-
-
 def lease_for(tenant: Tenant, claim: ClaimInput) -> timedelta | None:
     """The lease a request of ``claim`` gets: as asked, or the quota's longest when it asks
     for none. Raises :class:`SpecErrors` for a lease longer than the quota allows."""
@@ -256,7 +252,7 @@ def lease_for(tenant: Tenant, claim: ClaimInput) -> timedelta | None:
                 {
                     "lease": [
                         f"The longest lease for {claim.device_class_name} is "
-                        f"{_days(quota.max_lease)}."
+                        f"{format_duration(quota.max_lease)}."
                     ]
                 }
             )
@@ -400,7 +396,11 @@ def renew_request(
         lease = lease or quota.max_lease
         if lease > quota.max_lease:
             raise SpecErrors(
-                {"lease": [f"The longest lease for this class is {_days(quota.max_lease)}."]}
+                {
+                    "lease": [
+                        f"The longest lease for this class is {format_duration(quota.max_lease)}."
+                    ]
+                }
             )
     if lease is None:
         raise SpecErrors({"lease": ["This claim has no lease to renew."]})

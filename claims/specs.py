@@ -16,6 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from dra.cel import compile_selector
+from portal.models.validators import DNS_SUBDOMAIN
 
 __all__ = [
     "MAX_COUNT",
@@ -34,7 +35,6 @@ REQUEST_NAME = "devices"
 MAX_SELECTORS = 8
 MAX_ALTERNATIVES = 8
 MAX_CONFIG_BYTES = 16 * 1024
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _QUALIFIED = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_.]*(/[A-Za-z0-9][-A-Za-z0-9_.]*)?$")
 
 # Constraint presets: a label and the attribute names that express it, in order of preference.
@@ -136,21 +136,21 @@ def _check_selectors(selectors: Iterable[str], field_name: str, errors: dict[str
 def check_input(claim: ClaimInput) -> None:
     """Raises :class:`SpecErrors` naming every field that is wrong on its own."""
     errors: dict[str, list[str]] = {}
-    if not claim.name or len(claim.name) > 253 or not _DNS_SUBDOMAIN.match(claim.name):
+    if not claim.name or len(claim.name) > 253 or not DNS_SUBDOMAIN.fullmatch(claim.name):
         errors["name"] = [
             "Enter a Kubernetes object name: lowercase letters, digits, '-' and '.', starting "
             "and ending with a letter or digit, at most 253 characters."
         ]
     if not claim.namespace:
         errors["namespace"] = ["Choose a namespace."]
-    if not claim.device_class_name or not _DNS_SUBDOMAIN.match(claim.device_class_name):
+    if not claim.device_class_name or not DNS_SUBDOMAIN.fullmatch(claim.device_class_name):
         errors["device_class"] = ["Choose a device class."]
     _check_count(claim.count, "count", errors)
     _check_selectors(claim.selectors, "selectors", errors)
     if len(claim.alternatives) > MAX_ALTERNATIVES:
         errors["alternatives"] = [f"At most {MAX_ALTERNATIVES} alternatives."]
     for index, alternative in enumerate(claim.alternatives, 1):
-        if not _DNS_SUBDOMAIN.match(alternative.device_class_name or ""):
+        if not DNS_SUBDOMAIN.fullmatch(alternative.device_class_name or ""):
             errors.setdefault("alternatives", []).append(
                 f"Alternative {index}: choose a device class."
             )
@@ -173,7 +173,9 @@ def check_input(claim: ClaimInput) -> None:
     if claim.sharing not in ("claim", "template"):
         errors["sharing"] = ["Choose 'claim' (one shared claim) or 'template' (one per pod)."]
     for index, item in enumerate(claim.config, 1):
-        if not isinstance(item, Mapping) or not _DNS_SUBDOMAIN.match(str(item.get("driver", ""))):
+        if not isinstance(item, Mapping) or not DNS_SUBDOMAIN.fullmatch(
+            str(item.get("driver", ""))
+        ):
             errors.setdefault("config", []).append(f"Config {index}: name the driver.")
         elif not isinstance(item.get("parameters"), Mapping):
             errors.setdefault("config", []).append(

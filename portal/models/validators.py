@@ -8,11 +8,16 @@ e.g. a "Trojan Source" name), lone surrogates, and line breaks in single-line te
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 from django.core.exceptions import ValidationError
 
-__all__ = ["BIDI_CONTROLS", "validate_printable_text"]
+__all__ = ["BIDI_CONTROLS", "DNS_SUBDOMAIN", "validate_printable_text"]
+
+# A Kubernetes object name (DNS subdomain, RFC 1123): DeviceClasses, claims, drivers. Use
+# ``fullmatch``; the 253-character limit is the caller's.
+DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 # Marks (ALM, LRM, RLM), embeddings and overrides (LRE..RLO), isolates (LRI..PDI).
 BIDI_CONTROLS = frozenset(

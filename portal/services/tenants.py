@@ -9,7 +9,6 @@ records nothing.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from typing import Any
 
 from django.apps import apps
@@ -19,6 +18,7 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from portal.models import AuditEvent, Membership, Quota, Tenant, TenantNamespace
+from portal.models.validators import DNS_SUBDOMAIN
 from portal.services.audit import record_event, snapshot
 from portal.signals import namespaces_changed
 
@@ -37,8 +37,6 @@ __all__ = [
 TENANT_FIELDS = ["name", "slug", "description", "requires_approval"]
 MAX_NAMESPACES_PER_TENANT = 100
 MAX_LEASE = dt.timedelta(days=3650)
-# A DeviceClass name is a DNS subdomain (RFC 1123), as Kubernetes requires.
-DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 QUOTA_FIELDS = ["device_class_name", "max_devices", "max_device_memory", "max_claims", "max_lease"]
 
 
