@@ -171,7 +171,12 @@ def _count_usage(tenant: Tenant) -> dict[str, ClassUsage]:
     for used in classes_used.values():
         for device_class in used:
             usage[device_class].claims += 1
-    for request in ClaimRequest.objects.filter(tenant=tenant).active():
+    # A request waiting for approval holds nothing: approving it checks the quota again.
+    for request in (
+        ClaimRequest.objects.filter(tenant=tenant)
+        .active()
+        .exclude(state=ClaimRequest.State.PENDING_APPROVAL)
+    ):
         if (
             (request.namespace, request.name) in mirrored
             or request.is_template

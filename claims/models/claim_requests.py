@@ -1,6 +1,7 @@
 """A tenant's self-service request for devices, and its lifecycle.
 
-submitted → allocating → applied → in use → released / expired / failed. The request's id is
+(pending approval →) submitted → allocating → applied → in use → released / expired / failed
+(or denied). The request's id is
 written on the ResourceClaim as the label ``dra-portal.io/request-id``, so applying is
 idempotent (a retry finds the claim it made) and the mirror can tell the portal's claims apart.
 """
@@ -46,6 +47,7 @@ class ClaimRequestQuerySet(models.QuerySet["ClaimRequest"]):
 
 class ClaimRequest(models.Model):
     class State(models.TextChoices):
+        PENDING_APPROVAL = "pending_approval", "Pending approval"
         SUBMITTED = "submitted", "Submitted"
         ALLOCATING = "allocating", "Allocating"
         APPLIED = "applied", "Applied"
@@ -54,19 +56,21 @@ class ClaimRequest(models.Model):
         RELEASED = "released", "Released"
         EXPIRED = "expired", "Expired"
         FAILED = "failed", "Failed"
+        DENIED = "denied", "Denied"
 
     class Sharing(models.TextChoices):
         CLAIM = "claim", "One claim, shared by the pods that reference it"
         TEMPLATE = "template", "A template: one claim per pod"
 
     ACTIVE_STATES = (
+        State.PENDING_APPROVAL,
         State.SUBMITTED,
         State.ALLOCATING,
         State.APPLIED,
         State.IN_USE,
         State.RELEASING,
     )
-    ENDED_STATES = (State.RELEASED, State.EXPIRED, State.FAILED)
+    ENDED_STATES = (State.RELEASED, State.EXPIRED, State.FAILED, State.DENIED)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="claim_requests")
@@ -95,6 +99,17 @@ class ClaimRequest(models.Model):
     conflicts = models.PositiveIntegerField(default=0)
     # Set when the release comes from the lease ending: the request ends as expired.
     lease_ended = models.BooleanField(default=False)
+    # Approval: why the request waits (one line per rule it crossed) and who decided.
+    approval_reasons = models.JSONField(default=list, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_comment = models.TextField(blank=True)
     idempotency_key = models.CharField(max_length=200, blank=True)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -116,7 +131,14 @@ class ClaimRequest(models.Model):
             models.UniqueConstraint(
                 fields=["namespace", "name"],
                 condition=models.Q(
-                    state__in=["submitted", "allocating", "applied", "in_use", "releasing"]
+                    state__in=[
+                        "pending_approval",
+                        "submitted",
+                        "allocating",
+                        "applied",
+                        "in_use",
+                        "releasing",
+                    ]
                 ),
                 name="one_active_request_per_claim_name",
             ),

@@ -36,6 +36,9 @@ class AuditEvent(models.Model):
         CLAIM_STATE = "claim_state", "Claim request changed state"
         CLAIM_RENEWED = "claim_renewed", "Claim lease renewed"
         CLAIM_CONFLICT = "claim_conflict", "Reservation conflict resolved"
+        CLAIM_APPROVED = "claim_approved", "Claim request approved"
+        CLAIM_DENIED = "claim_denied", "Claim request denied"
+        BACKSTOP_REPAIRED = "backstop_repaired", "ResourceQuota repaired"
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(

@@ -58,6 +58,23 @@ class Quota(models.Model):
     max_lease = models.DurationField(
         null=True, blank=True, help_text="Longest lease a claim may ask for. Blank: unlimited."
     )
+    # Approval policy for this tenant and class: requests beyond a threshold, or over the
+    # quota when ``approve_over_quota``, wait for a tenant admin or portal admin.
+    approve_above_devices = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Requests for more devices than this need approval."
+    )
+    approve_above_memory = models.PositiveBigIntegerField(
+        null=True,
+        blank=True,
+        help_text="Requests for more device memory than this (bytes) need approval.",
+    )
+    approve_above_lease = models.DurationField(
+        null=True, blank=True, help_text="Requests for a longer lease than this need approval."
+    )
+    approve_over_quota = models.BooleanField(
+        default=False,
+        help_text="Requests over the quota wait for approval instead of being refused.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = QuotaQuerySet.as_manager()

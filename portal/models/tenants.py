@@ -54,6 +54,23 @@ class Tenant(models.Model):
         default=False,
         help_text="Claim requests of this tenant wait for a tenant admin or portal admin.",
     )
+    resource_quota_backstop = models.BooleanField(
+        "ResourceQuota backstop",
+        default=False,
+        help_text="Keep a Kubernetes ResourceQuota in each of the tenant's namespaces in step "
+        "with its portal quotas, so claims made outside the portal are limited too.",
+    )
+    max_token_lifetime = models.DurationField(
+        null=True,
+        blank=True,
+        help_text="Members' API tokens expire within this. Blank: no limit.",
+    )
+    webhook_url = models.URLField(
+        blank=True, help_text="Notifications are POSTed here as signed JSON. Blank: none."
+    )
+    webhook_secret = models.CharField(
+        max_length=200, blank=True, help_text="Shared secret that signs webhook deliveries."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
