@@ -26,6 +26,7 @@ from django.utils import timezone
 from claims.index import index
 from claims.models import AllocationMode, ClaimRequest, ClassPolicy, ResourceClaim
 from claims.quota import QuotaCheck, check_quota
+from claims.signals import request_state_changed
 from claims.specs import PRESETS, ClaimInput, SpecErrors, build_spec, check_input, resolve_preset
 from devices.models import DeviceClass, Namespace
 from dra.model import InvalidObject
@@ -345,6 +346,14 @@ def transition(
             tenant=request.tenant,
             before={"state": before},
             after={"state": to, **({"reason": reason} if reason else {})},
+        )
+        request_state_changed.send(
+            sender=ClaimRequest,
+            request=request,
+            before=before,
+            after=to,
+            reason=reason,
+            actor=actor,
         )
     return True
 

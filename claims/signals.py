@@ -1,4 +1,11 @@
-"""Keeps ``ResourceClaim.tenant`` in step with the tenancy domain's namespace ownership."""
+"""Signals of the claims domain, and its receivers of the tenancy domain's signals.
+
+``request_state_changed``: sent (sender ``ClaimRequest``; ``request``, ``before``, ``after``,
+``reason``, ``actor``) by ``claims.services.transition`` inside the transaction that moved the
+request. Receivers that act outside the database (notifications) do so on commit.
+
+``relink_claim_tenants`` keeps ``ResourceClaim.tenant`` in step with namespace ownership.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +13,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db.models import OuterRef, Subquery
-from django.dispatch import receiver
+from django.dispatch import Signal, receiver
 
 from claims.models import ResourceClaim
 from portal.models import TenantNamespace
 from portal.signals import namespaces_changed
 
-__all__ = ["relink_claim_tenants"]
+__all__ = ["relink_claim_tenants", "request_state_changed"]
+
+request_state_changed = Signal()
 
 
 @receiver(namespaces_changed, dispatch_uid="claims.relink_claim_tenants")

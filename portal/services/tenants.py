@@ -9,6 +9,7 @@ records nothing.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from typing import Any
 
 from django.apps import apps
@@ -20,7 +21,7 @@ from django.utils.text import slugify
 from portal.models import AuditEvent, Membership, Quota, Tenant, TenantNamespace
 from portal.models.validators import DNS_SUBDOMAIN
 from portal.services.audit import record_event, snapshot
-from portal.signals import namespaces_changed
+from portal.signals import namespaces_changed, quotas_changed
 
 __all__ = [
     "cluster_device_class_names",
@@ -34,15 +35,39 @@ __all__ = [
     "validate_quota",
 ]
 
-TENANT_FIELDS = ["name", "slug", "description", "requires_approval"]
+TENANT_FIELDS = [
+    "name",
+    "slug",
+    "description",
+    "requires_approval",
+    "resource_quota_backstop",
+    "max_token_lifetime",
+    "webhook_url",
+]
 MAX_NAMESPACES_PER_TENANT = 100
 MAX_LEASE = dt.timedelta(days=3650)
-QUOTA_FIELDS = ["device_class_name", "max_devices", "max_device_memory", "max_claims", "max_lease"]
+QUOTA_FIELDS = [
+    "device_class_name",
+    "max_devices",
+    "max_device_memory",
+    "max_claims",
+    "max_lease",
+    "approve_above_devices",
+    "approve_above_memory",
+    "approve_above_lease",
+    "approve_over_quota",
+]
 
 
 def _tenant_state(tenant: Tenant) -> dict[str, Any]:
     state = snapshot(tenant, TENANT_FIELDS)
     state["namespaces"] = sorted(tenant.namespace_names)
+    # The secret itself never goes into the trail; whether one is set (and that it changed) does.
+    state["webhook_secret"] = (
+        hashlib.sha256(tenant.webhook_secret.encode()).hexdigest()[:8]
+        if tenant.webhook_secret
+        else ""
+    )
     return state
 
 
@@ -72,6 +97,7 @@ def save_tenant(
             _replace_namespaces(tenant, namespaces)
         after = _tenant_state(tenant)
         if creating or before != after:
+            quotas_changed.send(sender=Tenant, tenant_id=tenant.pk)
             record_event(
                 actor=actor,
                 action=AuditEvent.Action.CREATED if creating else AuditEvent.Action.UPDATED,
@@ -218,6 +244,10 @@ def save_quota(
     max_device_memory: int | None = None,
     max_claims: int | None = None,
     max_lease: dt.timedelta | None = None,
+    approve_above_devices: int | None = None,
+    approve_above_memory: int | None = None,
+    approve_above_lease: dt.timedelta | None = None,
+    approve_over_quota: bool = False,
     previous: Quota | None = None,
 ) -> Quota:
     """Creates or replaces the tenant's quota for one device class (blank limits: unlimited).
@@ -233,6 +263,10 @@ def save_quota(
         "max_device_memory": max_device_memory,
         "max_claims": max_claims,
         "max_lease": max_lease,
+        "approve_above_devices": approve_above_devices,
+        "approve_above_memory": approve_above_memory,
+        "approve_above_lease": approve_above_lease,
+        "approve_over_quota": approve_over_quota,
     }
     with transaction.atomic():
         if previous is not None and previous.pk is not None:
@@ -256,6 +290,7 @@ def save_quota(
         after = snapshot(quota, QUOTA_FIELDS)
         if before != after:
             quota.save()
+            quotas_changed.send(sender=Tenant, tenant_id=tenant.pk)
             record_event(
                 actor=actor,
                 action=AuditEvent.Action.CREATED if before is None else AuditEvent.Action.UPDATED,
@@ -277,3 +312,4 @@ def delete_quota(*, actor: AbstractBaseUser | None, quota: Quota) -> None:
             before=snapshot(quota, QUOTA_FIELDS),
         )
         quota.delete()
+        quotas_changed.send(sender=Tenant, tenant_id=quota.tenant_id)
