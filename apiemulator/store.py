@@ -8,7 +8,8 @@ items are); single-object responses splice those two fields in front.
 
 Simplifications (documented in the report): no dry-run; graceful deletion is immediate; finalizers
 are honoured minimally (a delete sets `deletionTimestamp`, the object goes once its finalizers are
-emptied); server-side apply merges without field-ownership conflicts.
+emptied); server-side apply merges without field-ownership conflicts. ResourceQuota admission
+of ResourceClaims and the quota controller's status are in `quota.py` (with what it simplifies).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from .ownership import (
     leaf_fields,
 )
 from .patch import PatchError, apply_json_patch, merge_patch, strip_directives
+from .quota import admission_error, claim_usage, computed_status, invalid_hard
 from .resources import RESOURCES, Resource, by_kind
 from .selectors import Matcher
 
@@ -329,11 +331,54 @@ class Store:
             self.first_rv += drop
             self.compacted_rv = self.first_rv - 1
         self.cond.notify_all()
+        if entry.resource.kind == "ResourceClaim" and type_ in ("ADDED", "DELETED"):
+            self._refresh_quotas(entry.key[0])
         return entry
 
     def _next_rv(self) -> int:
         self.rv += 1
         return self.rv
+
+    # -- ResourceQuota (see quota.py) -------------------------------------------------------
+
+    def _quotas(self, namespace: str) -> list[Entry]:
+        return [
+            entry
+            for key, entry in sorted(self.objects[by_kind["ResourceQuota"]].items())
+            if key[0] == namespace
+        ]
+
+    def _refresh_quotas(self, namespace: str, only: str | None = None) -> None:
+        """The quota controller: recompute ``status`` of the namespace's ResourceQuotas (or
+        of the one named ``only``) from its claims; one write per quota that changes."""
+        quotas = [q for q in self._quotas(namespace) if only is None or q.key[1] == only]
+        if not quotas:
+            return
+        claims = [
+            e.obj for k, e in self.objects[by_kind["ResourceClaim"]].items() if k[0] == namespace
+        ]
+        for old in quotas:
+            status = computed_status(old.obj, claims)
+            if old.obj.get("status") == status:
+                continue
+            obj = {**old.obj, "metadata": dict(old.obj["metadata"]), "status": status}
+            self._commit("MODIFIED", Entry.build(old.resource, obj, self._next_rv()), old)
+
+    def _admit_claim(self, namespace: str, claim: dict[str, Any]) -> None:
+        """Quota admission of a new claim: raises the 403, or charges the quotas first."""
+        quotas = self._quotas(namespace)
+        if not quotas:
+            return
+        error, updates = admission_error(
+            claim["metadata"]["name"], claim_usage(claim), [q.obj for q in quotas]
+        )
+        if error is not None:
+            raise error
+        for index, used in updates:
+            old = quotas[index]
+            status = {**(old.obj.get("status") or {}), "used": used}
+            obj = {**old.obj, "metadata": dict(old.obj["metadata"]), "status": status}
+            self._commit("MODIFIED", Entry.build(old.resource, obj, self._next_rv()), old)
 
     def create(
         self,
@@ -345,7 +390,9 @@ class Store:
         operation: str = "Update",
         keep_status: bool = False,
         keep_identity: bool = False,
+        admit: bool = True,
     ) -> Entry:
+        """Store a new object. ``admit=False`` (loading) skips quota admission."""
         obj = _body_without_type(resource, body, "")
         meta = obj["metadata"]
         if not meta.get("name") and meta.get("generateName"):
@@ -394,6 +441,10 @@ class Store:
                 obj.setdefault("status", {"phase": "Active"})
             elif resource.kind == "Pod":
                 obj.setdefault("status", {"phase": "Pending"})
+            if resource.kind == "ResourceQuota":
+                error = invalid_hard(name, obj)
+                if error is not None:
+                    raise error
             if field_manager:
                 fields = leaf_fields(obj)
                 self._record_manager(
@@ -404,8 +455,13 @@ class Store:
                     changed=fields,
                     applied=fields if operation == "Apply" else None,
                 )
+            if resource.kind == "ResourceClaim" and admit:
+                self._admit_claim(meta["namespace"], obj)
             entry = Entry.build(resource, obj, self._next_rv())
-            return self._commit("ADDED", entry, None)
+            self._commit("ADDED", entry, None)
+            if resource.kind == "ResourceQuota":
+                self._refresh_quotas(meta["namespace"], only=name)
+            return entry
 
     @staticmethod
     def _record_manager(
@@ -467,6 +523,10 @@ class Store:
         given_rv = meta.get("resourceVersion")
         if given_rv not in (None, "") and given_rv != str(old.rv):
             raise ApiError.conflict(resource.plural, resource.group, name)
+        if resource.kind == "ResourceQuota" and subresource is None:
+            error = invalid_hard(name, new)
+            if error is not None:
+                raise error
         old_obj, old_meta = old.obj, old.obj["metadata"]
         if subresource == "status":
             result = {k: v for k, v in old_obj.items() if k != "status"}
@@ -528,7 +588,16 @@ class Store:
         new = _body_without_type(resource, body, name)
         with self.lock:
             old = self.get(resource, namespace, name)
-            return self._update(old, new, subresource=subresource, field_manager=field_manager)
+            entry = self._update(old, new, subresource=subresource, field_manager=field_manager)
+            self._after_quota_write(entry, subresource)
+            return entry
+
+    def _after_quota_write(self, entry: Entry, subresource: str | None) -> None:
+        """A ResourceQuota whose spec was written gets its status from the quota controller."""
+        if entry.resource.kind == "ResourceQuota" and subresource is None:
+            namespace, name = entry.key
+            if (namespace, name) in self.objects[entry.resource]:
+                self._refresh_quotas(namespace, only=name)
 
     def patch(
         self,
@@ -599,6 +668,7 @@ class Store:
                 operation="Apply" if patch_type == "apply" else "Update",
                 applied=applied,
             )
+            self._after_quota_write(entry, subresource)
             return entry, False
 
     def bind(self, resource: Resource, namespace: str | None, name: str, body: Any) -> Entry:
@@ -734,7 +804,9 @@ class Store:
                 existing = self.objects[resource].get((namespace or "", meta.get("name", "")))
                 if existing is not None:
                     self._delete_now(existing)
-                self.create(resource, namespace, obj, keep_status=True, keep_identity=True)
+                self.create(
+                    resource, namespace, obj, keep_status=True, keep_identity=True, admit=False
+                )
                 count += 1
         return count
 
