@@ -7,4 +7,9 @@ class MirrorConfig(AppConfig):
 
     def ready(self) -> None:
         # Register the Celery tasks at start-up: the claim services enqueue them by name.
-        from mirror import tasks  # noqa: F401
+        from mirror import backstop_tasks, tasks  # noqa: F401
+        from portal.signals import quotas_changed
+
+        quotas_changed.connect(
+            backstop_tasks.follow_quota_changes, dispatch_uid="mirror.backstop_tasks"
+        )

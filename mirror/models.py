@@ -1,4 +1,5 @@
-"""The mirror's own bookkeeping: how far each kind is behind the cluster."""
+"""The mirror's own bookkeeping: how far each kind is behind the cluster, and what the
+ResourceQuota backstop found in each tenant namespace."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-__all__ = ["MirrorStatus", "MirrorStatusQuerySet"]
+from portal.models import Tenant
+
+__all__ = ["BackstopStatus", "MirrorStatus", "MirrorStatusQuerySet"]
 
 
 def stale_after() -> timedelta:
@@ -97,3 +100,43 @@ class MirrorStatus(models.Model):
     @property
     def is_stale(self) -> bool:
         return self.freshness != self.Freshness.FRESH
+
+
+class BackstopStatus(models.Model):
+    """What the ResourceQuota backstop last found in one of a tenant's namespaces
+    (``mirror.backstop``): written by syncs, checks and repairs, so pages read the database and
+    never the cluster. A row also marks a namespace where the portal may have left a
+    ResourceQuota behind: the rows go once the backstop's objects are gone."""
+
+    class State(models.TextChoices):
+        IN_SYNC = "in_sync", "In sync"
+        DRIFTED = "drifted", "Drifted"
+        MISSING = "missing", "Missing"
+        FOREIGN = "foreign", "Name taken"
+        ERROR = "error", "Error"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="backstop_statuses")
+    namespace = models.CharField(max_length=63)
+    state = models.CharField(max_length=20, choices=State.choices)
+    desired = models.JSONField(default=dict, help_text="spec.hard the portal wants.")
+    live = models.JSONField(
+        null=True, blank=True, help_text="spec.hard found in the cluster; null when none."
+    )
+    differences = models.JSONField(
+        default=list,
+        help_text="Per resource: change (changed, missing, extra), desired and live values.",
+    )
+    error = models.TextField(blank=True)
+    checked_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["tenant", "namespace"]
+        verbose_name_plural = "backstop statuses"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "namespace"], name="one_backstop_status_per_namespace"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant}/{self.namespace}: {self.get_state_display()}"

@@ -39,5 +39,7 @@ app.conf.beat_schedule = {
     "expire-claim-leases": {"task": "claims.expire_leases", "schedule": 60.0},
     "sync-claim-requests": {"task": "claims.sync_requests", "schedule": 15.0},
     "resume-claim-requests": {"task": "claims.resume_requests", "schedule": 30.0},
+    # Record drift of the ResourceQuota backstops (shown, repaired only on request).
+    "check-backstops": {"task": "mirror.check_backstops", "schedule": 300.0},
 }
 app.autodiscover_tasks()
