@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from claims import request_views, views
+from claims import report_views, request_views, views
 
 urlpatterns = [
     # Before the mirrored claims' <namespace>/<name>, which "requests/…" would otherwise match.
@@ -28,6 +28,7 @@ urlpatterns = [
         request_views.claimrequest_renew,
         name="claimrequest-renew",
     ),
+    path("reports/", report_views.allocation_report, name="allocation-report"),
     path("claims/", views.resourceclaim_list, name="resourceclaim-list"),
     path(
         "claims/<str:namespace>/<str:name>/",

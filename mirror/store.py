@@ -15,7 +15,13 @@ from typing import Any
 from django.db import models, transaction
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 
-from claims.models import AllocatedDevice, ClaimConsumer, ResourceClaim, ResourceClaimTemplate
+from claims.models import (
+    AllocatedDevice,
+    AllocationRecord,
+    ClaimConsumer,
+    ResourceClaim,
+    ResourceClaimTemplate,
+)
 from devices.models import (
     Device,
     DeviceClass,
@@ -198,9 +204,16 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
                     pool__in={m.fields["pool_name"] for m in keyed.values()},
                 )
             )
+            # Allocation records opened before their device was mirrored learn its model.
+            AllocationRecord.objects.describe_devices(
+                {m.fields["driver"] for m in keyed.values()},
+                {m.fields["pool_name"] for m in keyed.values()},
+            )
             touched |= {(m.fields["driver"], m.fields["pool_name"], "") for m in keyed.values()}
         else:
             touched |= _replace_claim_children(writer, keyed, stored, pks)
+            # The allocation history follows the results just written, in this transaction.
+            AllocationRecord.objects.record_claims(keyed)
     _refresh(_pools(touched), pending)
     applied.written = len(keyed)
     return applied
@@ -261,17 +274,20 @@ def _free_reused_names(model: type[models.Model], keyed: dict[str, Mapped]) -> s
     reused by a new object (delete + create missed during a relist) frees the name. Returns the
     devices the deleted claims held."""
     wanted = {(m.fields["namespace"], m.fields["name"]) for m in keyed.values()}
-    stale = [
-        pk
+    stale = {
+        pk: uid
         for pk, uid, namespace, name in model.objects.filter(
             name__in={name for _, name in wanted}
         ).values_list("pk", "uid", "namespace", "name")
         if (namespace, name) in wanted and uid not in keyed
-    ]
+    }
     if not stale:
         return set()
-    held = claim_device_keys(Q(claim_id__in=stale)) if model is ResourceClaim else set()
-    model.objects.filter(pk__in=stale).delete()
+    held: set[DeviceKey] = set()
+    if model is ResourceClaim:
+        held = claim_device_keys(Q(claim_id__in=list(stale)))
+        AllocationRecord.objects.close_claims(stale.values())  # the old claim is gone
+    model.objects.filter(pk__in=list(stale)).delete()
     return held
 
 
@@ -454,7 +470,11 @@ def delete_missing(
 
 def _delete(kind: Kind, uids: list[str], pending: set[PoolKey] | None = None) -> None:
     """Deletes rows by uid; devices held by deleted claims get their state recomputed."""
-    held = claim_device_keys(Q(claim__uid__in=uids)) if kind == Kind.RESOURCE_CLAIMS else set()
+    held: set[DeviceKey] = set()
+    if kind == Kind.RESOURCE_CLAIMS:
+        held = claim_device_keys(Q(claim__uid__in=uids))
+        # A deleted claim (or one a relist no longer lists) ends its allocation history.
+        AllocationRecord.objects.close_claims(uids)
     pools: set[tuple[str, str]] = set()
     if kind == Kind.RESOURCE_SLICES:
         pools = set(ResourceSlice.objects.filter(uid__in=uids).values_list("driver", "pool_name"))

@@ -20,6 +20,7 @@ NAVIGATION = [
     ("My claims", "claimrequest-list", "inboxes", False),
     ("New claim", "claimrequest-new", "plus-circle", False),
     ("Tenants & quotas", "tenant-list", "people", False),
+    ("Reports", "allocation-report", "bar-chart", False),
     ("Mirror", "mirror-status", "arrow-repeat", True),
 ]
 _ENTRIES = {url_name for _, url_name, _, _ in NAVIGATION}

@@ -3,7 +3,7 @@ paths outside the router."""
 
 from django.urls import path
 
-from claims.api import views
+from claims.api import reports, views
 
 ROUTES = [
     ("resource-claims", views.ResourceClaimViewSet, "resourceclaim"),
@@ -12,4 +12,7 @@ ROUTES = [
 
 PATHS = [
     path("tenants/<str:slug>/usage/", views.TenantUsageView.as_view(), name="tenant-usage"),
+    path(
+        "reports/allocation-hours/", reports.AllocationHoursView.as_view(), name="allocation-hours"
+    ),
 ]

@@ -1,5 +1,11 @@
-"""ResourceClaims and templates mirrored from the cluster, and the portal's claim requests."""
+"""ResourceClaims and templates mirrored from the cluster, the portal's claim requests, and the
+history of allocations."""
 
+from claims.models.allocation_records import (
+    AllocationRecord,
+    AllocationRecordQuerySet,
+    request_device_classes,
+)
 from claims.models.claim_requests import (
     REQUEST_ID_LABEL,
     RESERVATION_FINALIZER,
@@ -21,10 +27,13 @@ __all__ = [
     "SIMULATED_SCHEDULER_ANNOTATION",
     "AllocatedDevice",
     "AllocationMode",
+    "AllocationRecord",
+    "AllocationRecordQuerySet",
     "ClaimConsumer",
     "ClaimRequest",
     "ClaimRequestQuerySet",
     "ClassPolicy",
     "ResourceClaim",
     "ResourceClaimTemplate",
+    "request_device_classes",
 ]
