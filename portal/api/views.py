@@ -45,7 +45,10 @@ class CurrentUserView(APIView):
 
 
 class TenantViewSet(viewsets.ModelViewSet):
-    """Tenants you belong to (all of them for portal admins). Writes: portal admins."""
+    """Tenants you belong to (all of them for portal admins). Writes: portal admins.
+
+    ``members/``: everyone in the tenant reads; tenant admins and portal admins add, change
+    roles and remove (through ``portal.services.tenants``, audited)."""
 
     serializer_class = TenantSerializer
     permission_classes = [ReadForMembersWriteForStaff]
