@@ -6,7 +6,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from home import views as home
-from portal.views import api_tokens, tenants
+from portal.views import api_tokens, members, quotas, tenants
 
 admin.site.site_header = "DRA Portal administration"
 admin.site.site_title = "DRA Portal admin"
@@ -19,7 +19,25 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("tenants/", tenants.tenant_list, name="tenant-list"),
+    path("tenants/new/", tenants.tenant_create, name="tenant-new"),
     path("tenants/<slug:slug>/", tenants.tenant_detail, name="tenant-detail"),
+    path("tenants/<slug:slug>/edit/", tenants.tenant_edit, name="tenant-edit"),
+    path("tenants/<slug:slug>/namespaces/", tenants.tenant_namespaces, name="tenant-namespaces"),
+    path("tenants/<slug:slug>/quotas/", quotas.quota_list, name="tenant-quotas"),
+    path("tenants/<slug:slug>/quotas/new/", quotas.quota_new, name="tenant-quota-new"),
+    path("tenants/<slug:slug>/quotas/<int:pk>/edit/", quotas.quota_edit, name="tenant-quota-edit"),
+    path(
+        "tenants/<slug:slug>/quotas/<int:pk>/delete/",
+        quotas.quota_delete,
+        name="tenant-quota-delete",
+    ),
+    path("tenants/<slug:slug>/members/", members.member_list, name="tenant-members"),
+    path("tenants/<slug:slug>/members/<int:pk>/", members.member_edit, name="tenant-member"),
+    path(
+        "tenants/<slug:slug>/members/<int:pk>/remove/",
+        members.member_remove,
+        name="tenant-member-remove",
+    ),
     path("account/tokens/", api_tokens.apitoken_list, name="apitoken-list"),
     path("account/tokens/<int:pk>/revoke/", api_tokens.apitoken_revoke, name="apitoken-revoke"),
     path("", include("devices.urls")),

@@ -12,16 +12,31 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.forms import BaseInlineFormSet, ModelForm
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils import timezone
 
+from portal.forms import DurationTextField, QuantityField
 from portal.models import ApiToken, AuditEvent, Membership, Quota, Tenant, TenantNamespace
 from portal.services import tenants as tenant_services
 from portal.services.audit import record_event
 
 
 class QuotaForm(ModelForm):
-    """Shows the services' quota checks (unknown DeviceClass, lease limit) on the form's fields."""
+    """Shows the services' quota checks (unknown DeviceClass, lease limit) on the form's fields.
+
+    Device memory is typed and shown as a Kubernetes quantity (``640Gi``), leases as durations
+    (``7d``, ``12h``; ISO 8601 and Django's ``7 00:00:00`` are accepted too)."""
+
+    max_device_memory = QuantityField(
+        label="Max device memory", help_text="Sum of the devices' memory, e.g. 640Gi."
+    )
+    max_lease = DurationTextField(label="Max lease", help_text="e.g. 7d or 12h.")
+    approve_above_memory = QuantityField(
+        label="Approve above memory", help_text="Requests for more memory wait for approval."
+    )
+    approve_above_lease = DurationTextField(
+        label="Approve above lease", help_text="Requests for a longer lease wait for approval."
+    )
 
     class Meta:
         model = Quota
@@ -32,6 +47,10 @@ class QuotaForm(ModelForm):
             "max_device_memory",
             "max_claims",
             "max_lease",
+            "approve_above_devices",
+            "approve_above_memory",
+            "approve_above_lease",
+            "approve_over_quota",
         ]
 
     def clean(self) -> dict[str, Any]:
@@ -47,11 +66,12 @@ class QuotaForm(ModelForm):
 
 
 def _limits(obj: Quota) -> dict[str, Any]:
+    """Every limit and approval setting of the quota (``save_quota`` resets what it is not
+    given)."""
     return {
-        "max_devices": obj.max_devices,
-        "max_device_memory": obj.max_device_memory,
-        "max_claims": obj.max_claims,
-        "max_lease": obj.max_lease,
+        name: getattr(obj, name)
+        for name in tenant_services.QUOTA_FIELDS
+        if name != "device_class_name"
     }
 
 
@@ -81,6 +101,27 @@ class ServiceAdmin(admin.ModelAdmin):
 
     def delete_object(self, request: HttpRequest, obj: Any) -> None:
         raise NotImplementedError
+
+    def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return self._refusals_as_messages(request, super().changeform_view, *args, **kwargs)
+
+    def delete_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return self._refusals_as_messages(request, super().delete_view, *args, **kwargs)
+
+    def changelist_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return self._refusals_as_messages(request, super().changelist_view, *args, **kwargs)
+
+    def _refusals_as_messages(
+        self, request: HttpRequest, view: Any, *args: Any, **kwargs: Any
+    ) -> HttpResponse:
+        """A service's refusal found only while saving (the last tenant admin removed or
+        demoted) rolls the whole change back and is shown as a message on the same page."""
+        try:
+            response: HttpResponse = view(request, *args, **kwargs)
+        except ValidationError as error:
+            self.message_user(request, " ".join(error.messages), level=messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+        return response
 
     def save_model(self, request: HttpRequest, obj: Any, form: ModelForm, change: bool) -> None:
         with transaction.atomic():

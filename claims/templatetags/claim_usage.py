@@ -1,9 +1,16 @@
 """``{% quota_usage tenant %}``: a tenant's usage against its quotas, per device class, as
-small bars (used, in flight, limit). A template tag so that the tenancy pages, which sit below
-``claims`` in the import layering, can show it without importing it."""
+small bars (used, in flight, limit) for devices, device memory and claims, with the longest
+lease. A template tag so that the tenancy pages, which sit below ``claims`` in the import
+layering, can show it without importing it.
+
+``layout="table"`` renders the quotas page's table (a row per class, every limit, the approval
+policy, and edit links for portal admins); ``quotas=`` passes the tenant's quotas a page has
+already read (with ``device_class_in_cluster``), saving the tag its own query.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django import template
@@ -17,48 +24,62 @@ register = template.Library()
 def _bar(used: int, in_flight: int, limit: int | None) -> dict[str, Any]:
     """Percentages of the limit (of the total when unlimited) for a two-part bar."""
     scale = limit if limit else max(used + in_flight, 1)
+    used_pct = min(100, round(100 * used / scale))
     return {
         "used": used,
         "in_flight": in_flight,
+        "total": used + in_flight,
         "limit": limit,
-        "used_pct": min(100, round(100 * used / scale)),
-        "in_flight_pct": min(
-            100 - min(100, round(100 * used / scale)), round(100 * in_flight / scale)
-        ),
+        "unlimited": limit is None,
+        "used_pct": used_pct,
+        "in_flight_pct": min(100 - used_pct, round(100 * in_flight / scale)),
         "over": limit is not None and used + in_flight > limit,
     }
 
 
-def usage_rows(tenant: Tenant) -> list[dict[str, Any]]:
+def usage_rows(tenant: Tenant, quotas: Iterable[Quota] | None = None) -> list[dict[str, Any]]:
+    """Per device class the tenant has a quota for or holds something of: its quota (None:
+    none, so a limit of 0) and a bar each for devices, device memory (bytes) and claims."""
     usage = tenant_usage(tenant)
-    quotas = {quota.device_class_name: quota for quota in Quota.objects.filter(tenant=tenant)}
+    if quotas is None:
+        quotas = Quota.objects.filter(tenant=tenant)
+    by_class = {quota.device_class_name: quota for quota in quotas}
     rows = []
-    for name in sorted(set(quotas) | set(usage)):
+    for name in sorted(set(by_class) | set(usage)):
         if not name:
             continue
-        quota = quotas.get(name)
+        quota = by_class.get(name)
         held = usage.get(name, ClassUsage())
+
+        def limit(field: str, quota: Quota | None = quota) -> int | None:
+            return getattr(quota, field) if quota is not None else 0
+
         rows.append(
             {
                 "device_class": name,
                 "quota": quota,
-                "devices": _bar(
-                    held.devices, held.in_flight_devices, quota.max_devices if quota else 0
-                ),
+                "devices": _bar(held.devices, held.in_flight_devices, limit("max_devices")),
                 "memory": _bar(
-                    held.memory_bytes,
-                    held.in_flight_memory_bytes,
-                    quota.max_device_memory if quota else 0,
-                )
-                if quota is not None and quota.max_device_memory is not None
-                else None,
-                "claims": held.total_claims,
-                "max_claims": quota.max_claims if quota else 0,
+                    held.memory_bytes, held.in_flight_memory_bytes, limit("max_device_memory")
+                ),
+                "claims": _bar(held.claims, held.in_flight_claims, limit("max_claims")),
             }
         )
     return rows
 
 
-@register.inclusion_tag("claims/includes/quota_usage.html")
-def quota_usage(tenant: Tenant) -> dict[str, Any]:
-    return {"tenant": tenant, "rows": usage_rows(tenant)}
+@register.inclusion_tag("claims/includes/quota_usage.html", takes_context=True)
+def quota_usage(
+    context: template.Context,
+    tenant: Tenant,
+    layout: str = "compact",
+    quotas: Iterable[Quota] | None = None,
+    can_edit: bool = False,
+) -> dict[str, Any]:
+    return {
+        "tenant": tenant,
+        "rows": usage_rows(tenant, quotas),
+        "layout": layout,
+        "can_edit": can_edit,
+        "csrf_token": context.get("csrf_token"),
+    }

@@ -9,22 +9,28 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, viewsets
+from django.http import Http404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from portal.access import get_tenant_for_user
 from portal.api.permissions import ReadForMembersWriteForStaff
 from portal.api.serializers import (
     AuditEventSerializer,
     CurrentUserSerializer,
+    MemberAddSerializer,
+    MemberRoleSerializer,
+    MemberSerializer,
     QuotaSerializer,
     TenantSerializer,
 )
 from portal.filtersets import AuditEventFilterSet, QuotaFilterSet, TenantFilterSet
-from portal.models import AuditEvent, Quota, Tenant
+from portal.models import AuditEvent, Membership, Quota, Tenant
 from portal.services import tenants as tenant_services
 
 __all__ = ["AuditEventViewSet", "CurrentUserView", "QuotaViewSet", "TenantViewSet"]
@@ -39,7 +45,10 @@ class CurrentUserView(APIView):
 
 
 class TenantViewSet(viewsets.ModelViewSet):
-    """Tenants you belong to (all of them for portal admins). Writes: portal admins."""
+    """Tenants you belong to (all of them for portal admins). Writes: portal admins.
+
+    ``members/``: everyone in the tenant reads; tenant admins and portal admins add, change
+    roles and remove (through ``portal.services.tenants``, audited)."""
 
     serializer_class = TenantSerializer
     permission_classes = [ReadForMembersWriteForStaff]
@@ -67,6 +76,99 @@ class TenantViewSet(viewsets.ModelViewSet):
     def perform_destroy(self, instance: Tenant) -> None:
         tenant_services.delete_tenant(actor=self.request.user, tenant=instance)
 
+    def _member_tenant(self, request: Request, slug: str | None) -> Tenant:
+        """Another tenant is 404; changing members needs a tenant admin or portal admin (403)."""
+        write = request.method not in ("GET", "HEAD", "OPTIONS")
+        return get_tenant_for_user(request.user, slug or "", write=write)
+
+    @extend_schema(
+        methods=["GET"],
+        summary="The tenant's members",
+        responses=MemberSerializer(many=True),
+        filters=False,
+    )
+    @extend_schema(
+        methods=["POST"],
+        summary="Add a member by username (tenant admins, portal admins)",
+        request=MemberAddSerializer,
+        responses={201: MemberSerializer},
+    )
+    @action(
+        detail=True,
+        methods=["get", "post"],
+        url_path="members",
+        permission_classes=[IsAuthenticated],
+        filterset_class=None,
+        pagination_class=None,
+    )
+    def members(self, request: Request, slug: str | None = None) -> Response:
+        tenant = self._member_tenant(request, slug)
+        if request.method == "GET":
+            memberships = tenant.memberships.select_related("user").order_by("user__username")
+            return Response(MemberSerializer(memberships, many=True).data)
+        body = MemberAddSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        membership = tenant_services.add_member(
+            actor=request.user,
+            tenant=tenant,
+            username=body.validated_data["username"],
+            role=Membership.Role(body.validated_data["role"]),
+        )
+        return Response(MemberSerializer(membership).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        methods=["GET"],
+        summary="One member of the tenant",
+        responses=MemberSerializer,
+        parameters=[OpenApiParameter("username", str, OpenApiParameter.PATH)],
+        filters=False,
+    )
+    @extend_schema(
+        methods=["PATCH", "PUT"],
+        summary="Change a member's role (tenant admins, portal admins)",
+        description="The tenant's last tenant admin cannot be demoted (400, on `role`).",
+        request=MemberRoleSerializer,
+        responses=MemberSerializer,
+        parameters=[OpenApiParameter("username", str, OpenApiParameter.PATH)],
+    )
+    @extend_schema(
+        methods=["DELETE"],
+        summary="Remove a member (tenant admins, portal admins)",
+        description="The tenant's last tenant admin cannot be removed (400).",
+        responses={204: None},
+        parameters=[OpenApiParameter("username", str, OpenApiParameter.PATH)],
+    )
+    @action(
+        detail=True,
+        methods=["get", "put", "patch", "delete"],
+        url_path=r"members/(?P<username>[^/]+)",
+        url_name="member",
+        permission_classes=[IsAuthenticated],
+        filterset_class=None,
+        pagination_class=None,
+    )
+    def member(self, request: Request, slug: str | None = None, username: str = "") -> Response:
+        tenant = self._member_tenant(request, slug)
+        membership = (
+            tenant.memberships.select_related("user").filter(user__username=username).first()
+        )
+        if membership is None:
+            raise Http404("No such member.")
+        if request.method == "GET":
+            return Response(MemberSerializer(membership).data)
+        if request.method == "DELETE":
+            tenant_services.remove_member(actor=request.user, membership=membership)
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        body = MemberRoleSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        saved = tenant_services.set_member(
+            actor=request.user,
+            tenant=tenant,
+            user=membership.user,
+            role=Membership.Role(body.validated_data["role"]),
+        )
+        return Response(MemberSerializer(saved).data)
+
 
 class QuotaViewSet(viewsets.ModelViewSet):
     """Quotas of the tenants you can see. Writes: portal admins."""
@@ -89,10 +191,14 @@ class QuotaViewSet(viewsets.ModelViewSet):
         if previous is not None:
             data.setdefault("tenant", previous.tenant)
             data.setdefault("device_class_name", previous.device_class_name)
+        # A PATCH keeps what it does not name: save_quota resets what it is not given.
         limits = {
             key: data.get(key, getattr(previous, key, None))
-            for key in ("max_devices", "max_device_memory", "max_claims", "max_lease")
+            for key in tenant_services.QUOTA_FIELDS
+            if key != "device_class_name"
         }
+        if limits["approve_over_quota"] is None:
+            limits["approve_over_quota"] = False
         serializer.instance = tenant_services.save_quota(
             actor=self.request.user,
             tenant=data["tenant"],

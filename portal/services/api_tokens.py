@@ -11,11 +11,12 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from portal.models import ApiToken, AuditEvent
+from portal.durations import format_duration
+from portal.models import ApiToken, AuditEvent, Tenant
 from portal.models.api_tokens import generate_token, hash_token
 from portal.services.audit import record_event
 
-__all__ = ["IssuedToken", "issue_api_token", "revoke_api_token"]
+__all__ = ["IssuedToken", "TokenPolicy", "issue_api_token", "revoke_api_token", "token_policy"]
 
 
 @dataclass(frozen=True)
@@ -24,13 +25,42 @@ class IssuedToken:
     secret: str  # shown to the user once, never stored
 
 
+@dataclass(frozen=True)
+class TokenPolicy:
+    """The strictest ``Tenant.max_token_lifetime`` among the user's tenants."""
+
+    max_lifetime: dt.timedelta
+    tenant: Tenant
+
+    def describe(self) -> str:
+        return (
+            f"{self.tenant.name}'s policy: API tokens expire within "
+            f"{format_duration(self.max_lifetime)}."
+        )
+
+
+def token_policy(user: AbstractBaseUser) -> TokenPolicy | None:
+    """The lifetime limit that applies to ``user``'s new tokens; None when no tenant of theirs
+    sets one. A token acts in every tenant of its user, so the shortest limit wins."""
+    tenant = (
+        Tenant.objects.filter(memberships__user=user, max_token_lifetime__isnull=False)
+        .order_by("max_token_lifetime", "name")
+        .first()
+    )
+    if tenant is None or tenant.max_token_lifetime is None:
+        return None
+    return TokenPolicy(max_lifetime=tenant.max_token_lifetime, tenant=tenant)
+
+
 def issue_api_token(
     *, user: AbstractBaseUser, name: str, lifetime: dt.timedelta | None
 ) -> IssuedToken:
     """Creates a token for ``user``; the clear secret is returned here and nowhere else.
 
-    ``lifetime=None`` means the token never expires. Lifetimes beyond ``API_TOKEN_MAX_DAYS``
-    are refused.
+    ``lifetime=None`` means the token never expires, unless a tenant of the user limits token
+    lifetimes (``Tenant.max_token_lifetime``, see :func:`token_policy`): then it expires at the
+    limit, and a longer lifetime is refused. Lifetimes beyond ``API_TOKEN_MAX_DAYS`` are
+    refused.
     """
     name = name.strip()
     if not name:
@@ -38,6 +68,12 @@ def issue_api_token(
     max_days = settings.API_TOKEN_MAX_DAYS
     if lifetime is not None and (lifetime <= dt.timedelta(0) or lifetime.days > max_days):
         raise ValidationError({"lifetime": f"A token may live between 1 and {max_days} days."})
+    policy = token_policy(user)
+    if policy is not None:
+        if lifetime is None:
+            lifetime = policy.max_lifetime
+        elif lifetime > policy.max_lifetime:
+            raise ValidationError({"lifetime": f"{policy.describe()} Choose a shorter lifetime."})
     secret = generate_token()
     with transaction.atomic():
         token = ApiToken.objects.create(

@@ -13,6 +13,7 @@ import hashlib
 from typing import Any
 
 from django.apps import apps
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -24,6 +25,8 @@ from portal.services.audit import record_event, snapshot
 from portal.signals import namespaces_changed, quotas_changed
 
 __all__ = [
+    "LastTenantAdminError",
+    "add_member",
     "cluster_device_class_names",
     "delete_quota",
     "delete_tenant",
@@ -79,6 +82,11 @@ def save_tenant(
     **fields: Any,
 ) -> Tenant:
     """Creates (``tenant=None``) or updates a tenant and, when given, its namespace list."""
+    lifetime = fields.get("max_token_lifetime")
+    if lifetime is not None and lifetime <= dt.timedelta(0):
+        raise ValidationError(
+            {"max_token_lifetime": "A token lifetime limit must be longer than zero (blank: none)."}
+        )
     with transaction.atomic():
         creating = tenant is None
         if tenant is None:
@@ -156,6 +164,34 @@ def delete_tenant(*, actor: AbstractBaseUser | None, tenant: Tenant) -> None:
         tenant.delete()
 
 
+class LastTenantAdminError(ValidationError):
+    """Removing or demoting the tenant's only tenant admin: nobody could manage it after."""
+
+
+def _refuse_losing_the_last_admin(membership: Membership, field: str) -> None:
+    """Raises ``LastTenantAdminError`` when ``membership`` is its tenant's only tenant admin.
+
+    Call inside the transaction, after locking the tenant row: two admins demoting each other
+    at once are serialised on it, so the second sees the first's change and is refused.
+    """
+    if not membership.is_tenant_admin:
+        return
+    others = (
+        Membership.objects.filter(tenant_id=membership.tenant_id, role=Membership.Role.TENANT_ADMIN)
+        .exclude(pk=membership.pk)
+        .exists()
+    )
+    if not others:
+        raise LastTenantAdminError(
+            {
+                field: [
+                    f"{membership.user.get_username()} is the only tenant admin of "
+                    f"{membership.tenant.name}: make another member tenant admin first."
+                ]
+            }
+        )
+
+
 def set_member(
     *,
     actor: AbstractBaseUser | None,
@@ -163,13 +199,20 @@ def set_member(
     user: AbstractBaseUser,
     role: Membership.Role,
 ) -> Membership:
-    """Adds ``user`` to the tenant with ``role``, or changes their role."""
+    """Adds ``user`` to the tenant with ``role``, or changes their role.
+
+    A tenant keeps at least one tenant admin: demoting the last one raises
+    ``LastTenantAdminError`` (on ``role``), whoever asks.
+    """
     with transaction.atomic():
+        Tenant.objects.select_for_update().filter(pk=tenant.pk).first()
         membership, created = Membership.objects.select_for_update().get_or_create(
             tenant=tenant, user=user, defaults={"role": role}
         )
         before = None if created else {"role": membership.role}
         if not created and membership.role != role:
+            if role != Membership.Role.TENANT_ADMIN:
+                _refuse_losing_the_last_admin(membership, "role")
             membership.role = role
             membership.save(update_fields=["role"])
         if created or before != {"role": role}:
@@ -184,16 +227,51 @@ def set_member(
     return membership
 
 
+def add_member(
+    *,
+    actor: AbstractBaseUser | None,
+    tenant: Tenant,
+    username: str,
+    role: Membership.Role = Membership.Role.MEMBER,
+) -> Membership:
+    """Adds the user named ``username`` to the tenant. Raises ``ValidationError`` on
+    ``username`` for a user who does not exist or is already a member (their role is changed
+    with :func:`set_member`, not by adding them again)."""
+    username = username.strip()
+    user = get_user_model()._default_manager.filter(username=username).first()
+    if user is None:
+        raise ValidationError({"username": [f"There is no user named “{username[:150]}”."]})
+    existing = Membership.objects.filter(tenant=tenant, user=user).first()
+    if existing is not None:
+        raise ValidationError(
+            {
+                "username": [
+                    f"{username} is already a member of {tenant.name} "
+                    f"({existing.get_role_display().lower()})."
+                ]
+            }
+        )
+    return set_member(actor=actor, tenant=tenant, user=user, role=role)
+
+
 def remove_member(*, actor: AbstractBaseUser | None, membership: Membership) -> None:
+    """Removes a member. Removing the tenant's last tenant admin raises
+    ``LastTenantAdminError``, whoever asks."""
     with transaction.atomic():
+        Tenant.objects.select_for_update().filter(pk=membership.tenant_id).first()
+        current = Membership.objects.filter(pk=membership.pk).select_related("user", "tenant")
+        locked = current.select_for_update(of=("self",)).first()
+        if locked is None:
+            return  # already removed: nothing to do, nothing to record
+        _refuse_losing_the_last_admin(locked, "membership")
         record_event(
             actor=actor,
             action=AuditEvent.Action.DELETED,
-            obj=membership,
-            tenant=membership.tenant,
-            before={"user": membership.user.get_username(), "role": membership.role},
+            obj=locked,
+            tenant=locked.tenant,
+            before={"user": locked.user.get_username(), "role": locked.role},
         )
-        membership.delete()
+        locked.delete()
 
 
 def cluster_device_class_names() -> set[str]:

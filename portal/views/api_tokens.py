@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from portal.forms import ApiTokenForm
 from portal.htmx import render_page
 from portal.models import ApiToken
-from portal.services.api_tokens import issue_api_token, revoke_api_token
+from portal.services.api_tokens import issue_api_token, revoke_api_token, token_policy
 
 __all__ = ["apitoken_list", "apitoken_revoke"]
 
@@ -44,6 +44,7 @@ def apitoken_list(request: HttpRequest) -> HttpResponse:
         "form": form,
         "issued": issued,
         "tokens": ApiToken.objects.filter(user=request.user),
+        "policy": token_policy(request.user),
     }
     return render_page(request, "portal/apitoken_list.html", "token-panel", context, status=status)
 
@@ -61,6 +62,7 @@ def apitoken_revoke(request: HttpRequest, pk: int) -> HttpResponse:
             "form": ApiTokenForm(),
             "issued": None,
             "tokens": ApiToken.objects.filter(user=request.user),
+            "policy": token_policy(request.user),
         }
         return render_page(request, "portal/apitoken_list.html", "token-panel", context)
     return redirect("apitoken-list")

@@ -126,9 +126,9 @@ def test_moving_a_quota_to_another_class_replaces_it(client_as, root, team_a, de
 
 
 @pytest.mark.django_db
-def test_deleting_from_the_admin_is_audited(client_as, root, alice, team_a):
+def test_deleting_from_the_admin_is_audited(client_as, root, alice, bob, team_a):
     client = client_as(root)
-    membership = Membership.objects.get(user=alice)
+    membership = Membership.objects.get(user=bob)  # alice, the only tenant admin, must stay
     response = client.post(f"/admin/portal/membership/{membership.pk}/delete/", {"post": "yes"})
     assert response.status_code == 302
     quota = Quota.objects.get(tenant=team_a)
@@ -137,7 +137,8 @@ def test_deleting_from_the_admin_is_audited(client_as, root, alice, team_a):
         {"action": "delete_selected", "_selected_action": [str(quota.pk)], "post": "yes"},
     )
     assert response.status_code == 302
-    assert not Membership.objects.exists() and not Quota.objects.filter(tenant=team_a).exists()
+    assert not Membership.objects.filter(user=bob).exists()
+    assert not Quota.objects.filter(tenant=team_a).exists()
     deleted = AuditEvent.objects.filter(action="deleted").order_by("id")
     assert [e.object_type for e in deleted] == ["portal.Membership", "portal.Quota"]
 
@@ -148,6 +149,8 @@ def test_editing_inline_rows_of_a_tenant_goes_through_the_services(
 ):
     namespaces = list(TenantNamespace.objects.filter(tenant=team_a).order_by("pk"))
     membership = Membership.objects.get(user=alice)
+    # Another tenant admin, so that alice may be demoted (a tenant keeps one).
+    Membership.objects.create(user=UserFactory(username="dana"), tenant=team_a, role="tenant_admin")
     quota = Quota.objects.get(tenant=team_a)
     data = {
         "name": "Team A",

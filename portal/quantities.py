@@ -1,0 +1,34 @@
+"""Device memory as people and the API write it: Kubernetes quantities (``640Gi``, ``80G``),
+stored as whole bytes. The counterpart of ``portal.durations`` for memory."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from dra.quantity import Quantity, QuantityError, parse_quantity
+
+__all__ = ["MAX_BYTES", "QuantityError", "format_bytes", "parse_bytes"]
+
+MAX_BYTES = 2**63 - 1
+
+
+def parse_bytes(text: str) -> int:
+    """The bytes ``text`` names (``640Gi``, ``80G``, ``1073741824``), rounded up to a whole
+    byte like Kubernetes' ``Value()``; :class:`QuantityError` says what is wrong with it."""
+    value = text.strip()
+    try:
+        quantity = parse_quantity(value)
+    except QuantityError:
+        raise QuantityError(
+            f"'{text[:40]}' is not a quantity: write e.g. 640Gi, 80Gi, 512Mi or 80G."
+        ) from None
+    if quantity.sign() < 0:
+        raise QuantityError("A quantity of memory cannot be negative.")
+    return min(quantity.ceil_int(), MAX_BYTES)
+
+
+def format_bytes(value: int) -> str:
+    """The shorter of the binary (``80Gi``) and decimal (``80G``) spellings; binary on a tie."""
+    binary = str(Quantity(Fraction(value), "BinarySI"))
+    decimal = str(Quantity(Fraction(value), "DecimalSI"))
+    return decimal if len(decimal) < len(binary) else binary
