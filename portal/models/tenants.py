@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 __all__ = ["Tenant", "TenantNamespace", "TenantQuerySet", "dns_label_validator"]
 
 DESCRIPTION_MAX_CHARS = 2000
+# Slugs that name a page under /tenants/ rather than a tenant.
+RESERVED_SLUGS = frozenset({"new"})
 
 dns_label_validator = RegexValidator(
     r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
@@ -95,6 +97,10 @@ class Tenant(models.Model):
                 validate_printable_text(getattr(self, field), multiline=multiline)
             except ValidationError as error:
                 errors.setdefault(field, []).extend(error.messages)
+        if self.slug in RESERVED_SLUGS:
+            errors.setdefault("slug", []).append(
+                f"“{self.slug}” is reserved for a portal page; choose another slug."
+            )
         if len(self.description) > DESCRIPTION_MAX_CHARS:
             errors.setdefault("description", []).append(
                 f"Keep the description under {DESCRIPTION_MAX_CHARS} characters."

@@ -275,3 +275,11 @@ def test_the_members_page_costs_a_fixed_number_of_queries(
     client.get("/tenants/team-a/members/")
     with django_assert_num_queries(queries):
         assert client.get("/tenants/team-a/members/").status_code == 200
+
+
+def test_a_tenant_cannot_take_the_slug_of_the_new_tenant_page(root):
+    from portal.services.tenants import save_tenant
+
+    with pytest.raises(ValidationError) as error:
+        save_tenant(actor=root, tenant=None, name="New", slug="new")
+    assert "reserved" in str(error.value.message_dict["slug"])
