@@ -57,13 +57,15 @@ def _forbidden(request: HttpRequest, text: str = NOT_AN_APPROVER) -> HttpRespons
     return render(request, "claims/approval_forbidden.html", {"text": text}, status=403)
 
 
-def approval_row(user: Any, claim_request: ClaimRequest) -> dict[str, Any]:
+def approval_row(
+    user: Any, claim_request: ClaimRequest, administered: set[int] | None = None
+) -> dict[str, Any]:
     """What the queue shows of one request: for a pending one, its tenant's usage and limit of
     the class and whether approving it would fit now (advice: approving checks again)."""
     row: dict[str, Any] = {
         "request": claim_request,
         "state_badge": request_state_badge(claim_request),
-        "may_decide": may_decide(user, claim_request),
+        "may_decide": may_decide(user, claim_request, administered=administered),
         "is_own": claim_request.requested_by_id == user.pk,
         "lease_text": format_duration(claim_request.lease) if claim_request.lease else "",
     }
@@ -87,7 +89,8 @@ def approval_list(request: HttpRequest) -> HttpResponse:
     if not is_approver(user):
         return _forbidden(request)
     tab = "decided" if request.GET.get("tab") == "decided" else "pending"
-    tenants = Tenant.objects.administered_by(user).order_by("name")
+    tenants = list(Tenant.objects.administered_by(user).order_by("name"))
+    administered = {choice.pk for choice in tenants}
     tenant = request.GET.get("tenant", "")
     requests = pending_for(user).select_related("tenant", "requested_by", "decided_by")
     if tenant:
@@ -102,7 +105,7 @@ def approval_list(request: HttpRequest) -> HttpResponse:
         "tenants": tenants,
         "tenant": tenant,
         "page": page,
-        "rows": [approval_row(user, claim_request) for claim_request in page],
+        "rows": [approval_row(user, claim_request, administered) for claim_request in page],
         "pending_count": pending.count() if tab == "decided" else page.paginator.count,
         "timeout_text": format_duration(settings.CLAIMS_APPROVAL_TIMEOUT),
     }

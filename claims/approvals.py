@@ -16,6 +16,7 @@ nothing was made in the cluster).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -106,15 +107,23 @@ def is_approver(user: AbstractBaseUser | AnonymousUser) -> bool:
     return bool(user.is_staff or Tenant.objects.administered_by(user).exists())
 
 
-def may_decide(user: AbstractBaseUser | AnonymousUser, request: ClaimRequest) -> bool:
+def may_decide(
+    user: AbstractBaseUser | AnonymousUser,
+    request: ClaimRequest,
+    *,
+    administered: Collection[int] | None = None,
+) -> bool:
     """Portal admins decide any request; a tenant admin their tenant's requests but not their
-    own (a second person looks at it; a portal admin may approve their own)."""
+    own (a second person looks at it; a portal admin may approve their own). ``administered``:
+    the ids of the tenants ``user`` administers, when the caller has them (a list page)."""
     if not user.is_authenticated:
         return False
     if user.is_staff:
         return True
     if request.requested_by_id == user.pk:
         return False
+    if administered is not None:
+        return request.tenant_id in administered
     return Tenant.objects.administered_by(user).filter(pk=request.tenant_id).exists()
 
 
