@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.cache import cache
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 from django.utils.functional import SimpleLazyObject
@@ -31,6 +32,20 @@ NAVIGATION = [
 _ENTRIES = {url_name for _, url_name, _, _ in NAVIGATION}
 # Entries with a count badge, loaded by htmx after the page (the page itself pays nothing).
 _BADGES = {"approval-list": "approval-count"}
+# How long the navigation trusts "is a tenant admin" (a new tenant admin sees Approvals within
+# this many seconds; the queue itself checks the role every time).
+APPROVER_CACHE_SECONDS = 60
+
+
+def _administers_a_tenant(user: Any) -> bool:
+    """Whether to show the approvers' entries: remembered in the cache for a minute, so a
+    page costs no query for it (the pages themselves check the role on every request)."""
+    key = f"nav:tenant-admin:{user.pk}"
+    cached = cache.get(key)
+    if cached is None:
+        cached = Tenant.objects.administered_by(user).exists()
+        cache.set(key, cached, APPROVER_CACHE_SECONDS)
+    return bool(cached)
 
 
 def navigation(request: HttpRequest) -> dict[str, Any]:
@@ -56,7 +71,7 @@ def _entries(request: HttpRequest, user: Any) -> list[dict[str, Any]]:
             continue
         if audience == APPROVERS and not user.is_staff:
             if is_approver is None:
-                is_approver = Tenant.objects.administered_by(user).exists()
+                is_approver = _administers_a_tenant(user)
             if not is_approver:
                 continue
         # An entry is active on its own page, and on its siblings' pages (same URL name
