@@ -330,3 +330,23 @@ def test_approved_requests_expire_on_their_lease_from_the_approval(client_as, al
     client_as(alice).post(approve_url(pending))
     pending.refresh_from_db()
     assert pending.expires_at - pending.decided_at == timedelta(days=2)
+
+
+# --- the Django admin ----------------------------------------------------------------------------
+
+
+def test_the_admin_shows_the_approval_and_its_action_approves_through_the_service(
+    client_as, root, bob, team_a
+):
+    pending = make_pending(bob, team_a)
+    client = client_as(root)
+    page = client.get(reverse("admin:claims_claimrequest_change", args=[pending.pk]))
+    assert "2 devices of gpu.nvidia.com: more than 1 needs approval." in page.content.decode()
+    response = client.post(
+        reverse("admin:claims_claimrequest_changelist"),
+        {"action": "approve", "_selected_action": [str(pending.pk)]},
+        follow=True,
+    )
+    assert "Approved 1 request(s)." in response.content.decode()
+    pending.refresh_from_db()
+    assert (pending.state, pending.decided_by) == (State.SUBMITTED, root)
