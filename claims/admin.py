@@ -2,7 +2,9 @@
 
 Class policies are written through ``claims.services`` (audited, like every other write);
 claim requests are read-only here but for the *release* actions, which call
-:func:`claims.services.release_request` as the API and the pages do.
+:func:`claims.services.release_request` as the API and the pages do, and the *approve* action
+(:func:`claims.approvals.approve_request`). Denying needs a reason for the requester, so it
+happens on the approvals queue (``/approvals/``) or the request's page, linked from here.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db import models
 from django.http import HttpRequest
+from django.utils.html import format_html, format_html_join
 
+from claims.approvals import approve_request
 from claims.models import ClaimRequest, ClassPolicy
 from claims.services import delete_class_policy, release_request, save_class_policy
 from claims.specs import SpecErrors
@@ -52,14 +56,37 @@ class ClaimRequestAdmin(admin.ModelAdmin):
         "mode",
         "state",
         "requested_by",
+        "decided_by",
         "expires_at",
         "created_at",
     ]
     list_filter = ["state", "mode", "sharing", "tenant", "device_class_name"]
     search_fields = ["namespace", "name", "device_class_name", "requested_by__username"]
-    list_select_related = ["tenant", "requested_by"]
+    list_select_related = ["tenant", "requested_by", "decided_by"]
     date_hierarchy = "created_at"
-    actions = ["release", "force_release"]
+    actions = ["approve", "release", "force_release"]
+    readonly_fields = ["approval"]
+
+    @admin.display(description="Approval")
+    def approval(self, obj: ClaimRequest) -> str:
+        """Why it waits (or waited) and the decision, with a link to decide it."""
+        reasons = format_html_join("", "<li>{}</li>", ((r,) for r in obj.approval_reasons))
+        if obj.state == ClaimRequest.State.PENDING_APPROVAL:
+            return format_html(
+                '<ul>{}</ul><a href="{}">Approve or deny it on its page</a>',
+                reasons,
+                obj.get_absolute_url(),
+            )
+        if obj.decided_at is None:
+            return format_html("<ul>{}</ul>", reasons) if obj.approval_reasons else "-"
+        return format_html(
+            "<ul>{}</ul>{} by {} at {}: {}",
+            reasons,
+            "Denied" if obj.state == ClaimRequest.State.DENIED else "Approved",
+            obj.decided_by or "unknown",
+            obj.decided_at,
+            obj.decision_comment or "no comment",
+        )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -91,6 +118,26 @@ class ClaimRequestAdmin(admin.ModelAdmin):
             messages.success(request, f"Releasing {released} request(s).")
         for message in refused:
             messages.error(request, message)
+
+    @admin.action(description="Approve selected requests waiting for approval")
+    def approve(self, request: HttpRequest, queryset: models.QuerySet[ClaimRequest]) -> None:
+        approved, refused = 0, []
+        pending = queryset.filter(state=ClaimRequest.State.PENDING_APPROVAL)
+        for claim_request in pending.select_related("tenant").order_by("created_at"):
+            try:
+                approve_request(
+                    user=request.user, request=claim_request, comment="approved in the admin"
+                )
+            except SpecErrors as error:
+                refused.append(f"{claim_request}: {error}")
+                continue
+            approved += 1
+        if approved:
+            messages.success(request, f"Approved {approved} request(s).")
+        for message in refused:
+            messages.error(request, message)
+        if not approved and not refused:
+            messages.info(request, "None of the selected requests waits for approval.")
 
     @admin.action(description="Release selected requests")
     def release(self, request: HttpRequest, queryset: models.QuerySet[ClaimRequest]) -> None:

@@ -2,19 +2,21 @@
 
 Runs every check :func:`claims.services.submit_request` runs before it takes the tenant's lock
 (``prepare``: input, namespace, classes, admin access, mode), the lease against the quota's
-maximum, the allocation on this process's warm index, and the quota check. Advice only: the
+maximum, the allocation on this process's warm index, the quota check and the approval policy
+(``claims.approvals``: whether it would wait for approval, and why). Advice only: the
 quota is read without the tenant's row lock and the index is the web process's own, so a
 submission a moment later may still be refused (docs/claims.md).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
+from claims.approvals import approval_reasons
 from claims.index import Placement, index
 from claims.quota import QuotaCheck, check_quota
 from claims.services import lease_for, prepare
@@ -38,6 +40,8 @@ class FitReport:
     placement: Placement
     quota: QuotaCheck
     admin_access: bool = False
+    # Why submitting it would wait for approval (empty: it would not).
+    approval_reasons: list[str] = field(default_factory=list)
 
     @property
     def allocatable(self) -> bool:
@@ -47,6 +51,16 @@ class FitReport:
     def fits(self) -> bool:
         """Allocatable now and within the quota (admin access is outside the quota)."""
         return self.allocatable and (self.quota.fits or self.admin_access)
+
+    @property
+    def needs_approval(self) -> bool:
+        return bool(self.approval_reasons)
+
+    @property
+    def refused_by_quota(self) -> bool:
+        """Submitting it would be refused as over quota (not sent for approval instead)."""
+        over_quota_waits = self.quota.quota is not None and self.quota.quota.approve_over_quota
+        return not self.quota.fits and not self.admin_access and not over_quota_waits
 
     @property
     def devices(self) -> list[dict[str, Any]]:
@@ -81,4 +95,9 @@ def would_it_fit(
         placement=placement,
         quota=check,
         admin_access=claim.admin_access,
+        approval_reasons=[]
+        if claim.admin_access
+        else approval_reasons(
+            namespace.tenant, check, devices=devices, memory_bytes=memory, lease=lease
+        ),
     )

@@ -66,7 +66,8 @@ class Preview:
     hints: list[str] = field(default_factory=list)
     mode: str = ""
     held_devices: int = 0
-    quota_problems: list[str] = field(default_factory=list)
+    quota_problems: list[str] = field(default_factory=list)  # submitting would be refused
+    approval_reasons: list[str] = field(default_factory=list)  # it would wait for approval
     fits: bool | None = None  # None: not checked (the input has errors)
     node: str | None = None
     devices: list[dict[str, str]] = field(default_factory=list)  # driver, pool, device
@@ -239,8 +240,9 @@ def preview(user: AbstractBaseUser | AnonymousUser, claim: ClaimInput) -> Previe
         return result
     result.mode = str(report.mode)
     result.held_devices = report.held_devices
-    if not claim.admin_access:
+    if report.refused_by_quota:
         result.quota_problems = report.quota.problems
+    result.approval_reasons = report.approval_reasons
     result.manifest, result.pod = _manifests(claim, report.spec)
     placement = report.placement
     result.explanations = _explanations(placement)

@@ -13,10 +13,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from claims.access import get_request_for_user
+from claims.approvals import approval_deadline, may_decide
 from claims.filtersets import ClaimRequestFilterSet
 from claims.forms import ALTERNATIVE_ROWS, ClaimRequestForm, RenewForm
 from claims.models import ClaimRequest, ResourceClaim
 from claims.preview import Preview, preset_availability, preview, to_yaml
+from claims.quota import check_quota
 from claims.services import release_request, renew_request, submit_request
 from claims.specs import PRESETS, SpecErrors
 from claims.tables import ClaimRequestTable, request_state_badge
@@ -109,7 +111,14 @@ def claimrequest_new(request: HttpRequest) -> HttpResponse:
         except SpecErrors as error:
             form.add_spec_errors(error.errors)
         else:
-            messages.success(request, f"Claim {created} requested.")
+            if created.state == ClaimRequest.State.PENDING_APPROVAL:
+                messages.info(
+                    request,
+                    f"Claim {created} is waiting for approval by your tenant's admins: "
+                    "nothing is allocated until then.",
+                )
+            else:
+                messages.success(request, f"Claim {created} requested.")
             return _hx_redirect(request, created.get_absolute_url())
     bound = ClaimRequestForm(request.POST, user=request.user)
     return render_page(
@@ -175,12 +184,24 @@ def _allocations(
 def _timeline(claim_request: ClaimRequest, mirrored: ResourceClaim | None) -> list[dict[str, Any]]:
     """The audit trail of the request, plus what the mirror saw, oldest first."""
     events: list[dict[str, Any]] = []
+    pending = ClaimRequest.State.PENDING_APPROVAL
     for event in AuditEvent.objects.filter(
         object_type=ClaimRequest._meta.label, object_id=str(claim_request.pk)
     ).order_by("created_at", "pk"):
         after = event.after or {}
         before = event.before or {}
-        if event.action == AuditEvent.Action.CLAIM_STATE:
+        if (
+            event.action == AuditEvent.Action.CLAIM_STATE
+            and before.get("state") == pending
+            and after.get("state") in (ClaimRequest.State.SUBMITTED, ClaimRequest.State.DENIED)
+        ):
+            continue  # the approval or denial below says it, with its comment
+        if event.action == AuditEvent.Action.CLAIM_REQUESTED and after.get("approval_reasons"):
+            text = "requested; waits for approval: " + " ".join(after["approval_reasons"])
+        elif event.action in (AuditEvent.Action.CLAIM_APPROVED, AuditEvent.Action.CLAIM_DENIED):
+            verb = "approved" if event.action == AuditEvent.Action.CLAIM_APPROVED else "denied"
+            text = verb + (f": “{after['comment']}”" if after.get("comment") else "")
+        elif event.action == AuditEvent.Action.CLAIM_STATE:
             text = f"{before.get('state', '?')} → {after.get('state', '?')}"
             if after.get("reason"):
                 text += f": {after['reason']}"
@@ -252,13 +273,29 @@ def claimrequest_detail(request: HttpRequest, pk: Any) -> HttpResponse:
     quota = Quota.objects.filter(
         tenant=claim_request.tenant, device_class_name=claim_request.device_class_name
     ).first()
+    is_pending = claim_request.state == ClaimRequest.State.PENDING_APPROVAL
+    approval: dict[str, Any] = {}
+    if is_pending:
+        approval = {"deadline": approval_deadline(claim_request)}
+        if may_decide(request.user, claim_request):
+            approval["check"] = check_quota(
+                claim_request.tenant,
+                claim_request.device_class_name,
+                devices=claim_request.held_devices,
+                memory_bytes=claim_request.held_memory_bytes,
+            )
     context: dict[str, Any] = {
         "claim_request": claim_request,
         "state_badge": request_state_badge(claim_request),
         "mirrored": mirrored,
         "allocations": _allocations(claim_request, mirrored),
         "consumers": [{"consumer": c, "pod": pods.get(c.name)} for c in consumers],
-        "is_live": claim_request.is_active,
+        # A pending request may wait for days: no polling (it would also wipe a comment
+        # being typed into the approval form).
+        "is_live": claim_request.is_active and not is_pending,
+        "is_pending": is_pending,
+        "approval": approval,
+        "may_decide": "check" in approval,
         "may_change": may_change,
         "may_force": request.user.is_staff,
         "release_blocked": release_blocked,
@@ -282,6 +319,7 @@ def claimrequest_detail(request: HttpRequest, pk: Any) -> HttpResponse:
 def claimrequest_release(request: HttpRequest, pk: Any) -> HttpResponse:
     claim_request = get_request_for_user(request.user, pk, write=True)
     force = request.POST.get("force") == "1" and request.user.is_staff
+    was_pending = claim_request.state == ClaimRequest.State.PENDING_APPROVAL
     try:
         release_request(user=request.user, request=claim_request, force=force)
     except SpecErrors as error:
@@ -289,7 +327,9 @@ def claimrequest_release(request: HttpRequest, pk: Any) -> HttpResponse:
             for problem in problems:
                 messages.error(request, problem)
     else:
-        messages.success(request, f"Releasing {claim_request}.")
+        messages.success(
+            request, f"Withdrew {claim_request}." if was_pending else f"Releasing {claim_request}."
+        )
     return _hx_redirect(request, claim_request.get_absolute_url())
 
 

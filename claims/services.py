@@ -2,8 +2,11 @@
 management command, Celery task — calls these and nothing else changes a request.
 
 * :func:`submit_request`: check the input, the namespace, the class, the lease and — under the
-  tenant's row lock — the quota; record the request; enqueue applying it once committed.
-* :func:`release_request`, :func:`renew_request`, :func:`expire_leases`.
+  tenant's row lock — the quota and the approval policy; record the request; enqueue applying
+  it once committed, or leave it waiting for approval (``claims.approvals``).
+* :func:`release_request` (withdraws a pending request), :func:`renew_request`,
+  :func:`expire_leases`.
+* :func:`tenant_lock`: the tenant's row lock that quota checks happen under.
 * :func:`transition`: the one conditional state change (``UPDATE … WHERE state IN …``), audited.
 
 Talking to the cluster is the mirror app's job (``mirror.requests``); its tasks are enqueued by
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -46,6 +49,7 @@ __all__ = [
     "renew_request",
     "save_class_policy",
     "submit_request",
+    "tenant_lock",
     "transition",
 ]
 
@@ -164,6 +168,19 @@ def prepare(
     return namespace, spec, mode, devices, memory
 
 
+@contextlib.contextmanager
+def tenant_lock(tenant_id: Any) -> Iterator[Tenant]:
+    """A transaction holding the tenant's row lock (``SELECT … FOR UPDATE``), yielding the
+    tenant: quota checks and what they allow happen inside it, so concurrent submissions and
+    approvals can never exceed a quota together.
+
+    PostgreSQL: the row lock serialises them across processes. SQLite has no row locks; there
+    a process lock does (the embedded mode is one process)."""
+    lock = _SUBMIT_LOCK if connection.vendor == "sqlite" else contextlib.nullcontext()
+    with lock, transaction.atomic():
+        yield Tenant.objects.select_for_update().get(pk=tenant_id)
+
+
 def submit_request(
     *,
     user: AbstractBaseUser | AnonymousUser,
@@ -172,7 +189,16 @@ def submit_request(
 ) -> ClaimRequest:
     """Accept a request within the tenant's quota, or raise :class:`SpecErrors` /
     :class:`QuotaExceeded` with nothing recorded. Retrying with the same idempotency key
-    returns the first request."""
+    returns the first request.
+
+    When the approval policy says so (``claims.approvals.approval_reasons``) the request is
+    recorded as ``PENDING_APPROVAL`` with its reasons instead: it holds no quota, nothing is
+    applied and its lease starts only when approved. Over the quota it waits only when the
+    quota says ``approve_over_quota``; a lease longer than the quota's maximum is refused."""
+    # claims.approvals builds on this module (the tenant lock, transition); its policy is
+    # imported here to avoid the cycle.
+    from claims.approvals import approval_reasons
+
     requester = user if user.is_authenticated else None
     if idempotency_key:
         existing = ClaimRequest.objects.filter(
@@ -185,11 +211,7 @@ def submit_request(
                 )
             return existing
     namespace, spec, mode, devices, memory = prepare(user, claim)
-    # PostgreSQL: the tenant's row lock serialises submissions across processes. SQLite has
-    # no row locks; there the process lock does (the embedded mode is one process).
-    lock = _SUBMIT_LOCK if connection.vendor == "sqlite" else contextlib.nullcontext()
-    with lock, transaction.atomic():
-        tenant = Tenant.objects.select_for_update().get(pk=namespace.tenant_id)
+    with tenant_lock(namespace.tenant_id) as tenant:
         taken = (
             ClaimRequest.objects.active()
             .filter(namespace=claim.namespace, name=claim.name)
@@ -202,8 +224,16 @@ def submit_request(
             )
         lease = lease_for(tenant, claim)
         check = check_quota(tenant, claim.device_class_name, devices=devices, memory_bytes=memory)
-        if not check.fits and not claim.admin_access:
+        # Admin access (portal admins only) is outside the quota and its approval policy.
+        reasons = (
+            []
+            if claim.admin_access
+            else approval_reasons(tenant, check, devices=devices, memory_bytes=memory, lease=lease)
+        )
+        over_quota_waits = check.quota is not None and check.quota.approve_over_quota
+        if not check.fits and not claim.admin_access and not over_quota_waits:
             raise QuotaExceeded(check)
+        state = ClaimRequest.State.PENDING_APPROVAL if reasons else ClaimRequest.State.SUBMITTED
         now = timezone.now()
         try:
             with transaction.atomic():
@@ -220,7 +250,10 @@ def submit_request(
                     held_devices=devices,
                     held_memory_bytes=memory,
                     lease=lease,
-                    expires_at=now + lease if lease else None,
+                    # A pending request's lease starts when it is approved.
+                    expires_at=now + lease if lease and not reasons else None,
+                    state=state,
+                    approval_reasons=reasons,
                     idempotency_key=idempotency_key,
                     requested_by=requester,
                     created_at=now,
@@ -234,9 +267,15 @@ def submit_request(
             action=AuditEvent.Action.CLAIM_REQUESTED,
             obj=request,
             tenant=tenant,
-            after={"state": request.state, "mode": mode, **claim.to_json()},
+            after={
+                "state": request.state,
+                "mode": mode,
+                **claim.to_json(),
+                **({"approval_reasons": reasons} if reasons else {}),
+            },
         )
-        enqueue(APPLY_TASK, request.pk)
+        if not reasons:
+            enqueue(APPLY_TASK, request.pk)
     return request
 
 
@@ -362,8 +401,23 @@ def release_request(
     *, user: AbstractBaseUser | AnonymousUser, request: ClaimRequest, force: bool = False
 ) -> ClaimRequest:
     """Delete the request's claim: refused while pods reserve it, unless a portal admin
-    forces it. Releasing a request that is already ending changes nothing."""
+    forces it. Releasing a request that is already ending changes nothing. A request waiting
+    for approval is withdrawn: it ends as released at once, the cluster untouched."""
     if not request.is_active or request.state == ClaimRequest.State.RELEASING:
+        return request
+    actor = user if user.is_authenticated else None
+    if request.state == ClaimRequest.State.PENDING_APPROVAL:
+        if (
+            not transition(
+                request,
+                ClaimRequest.State.RELEASED,
+                expect=[ClaimRequest.State.PENDING_APPROVAL],
+                actor=actor,
+                reason="withdrawn before approval",
+            )
+            and request.state == ClaimRequest.State.SUBMITTED
+        ):
+            return release_request(user=user, request=request, force=force)  # approved meanwhile
         return request
     claim = ResourceClaim.objects.filter(namespace=request.namespace, name=request.name).first()
     if claim is not None and claim.consumer_count and not (force and _is_staff(user)):
@@ -376,7 +430,6 @@ def release_request(
                 ]
             }
         )
-    actor = user if user.is_authenticated else None
     if transition(
         request,
         ClaimRequest.State.RELEASING,
@@ -393,6 +446,10 @@ def renew_request(
 ) -> ClaimRequest:
     """Start the lease again from now, for ``lease`` (default: the request's lease), within
     the quota's maximum."""
+    if request.state == ClaimRequest.State.PENDING_APPROVAL:
+        raise SpecErrors(
+            {"state": ["This request waits for approval; its lease starts when it is approved."]}
+        )
     if not request.is_active or request.state == ClaimRequest.State.RELEASING:
         raise SpecErrors(
             {"state": [f"A {request.get_state_display().lower()} claim cannot be renewed."]}

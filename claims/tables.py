@@ -81,6 +81,7 @@ class ResourceClaimTable(tables.Table):
 
 
 REQUEST_STATE_CLASSES = {
+    ClaimRequest.State.PENDING_APPROVAL: "text-bg-warning",
     ClaimRequest.State.SUBMITTED: "text-bg-light border",
     ClaimRequest.State.ALLOCATING: "text-bg-light border",
     ClaimRequest.State.APPLIED: "state-allocated",
@@ -89,6 +90,7 @@ REQUEST_STATE_CLASSES = {
     ClaimRequest.State.RELEASED: "text-bg-secondary",
     ClaimRequest.State.EXPIRED: "text-bg-secondary",
     ClaimRequest.State.FAILED: "text-bg-danger",
+    ClaimRequest.State.DENIED: "text-bg-danger",
 }
 
 

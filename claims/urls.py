@@ -1,10 +1,14 @@
-"""Claim pages: self-service claim requests, and the mirrored ResourceClaims."""
+"""Claim pages: self-service claim requests, their approvals, and the mirrored ResourceClaims."""
 
 from django.urls import path
 
-from claims import report_views, request_views, views
+from claims import approval_views, report_views, request_views, views
 
 urlpatterns = [
+    path("approvals/", approval_views.approval_list, name="approval-list"),
+    path("approvals/count/", approval_views.approval_count, name="approval-count"),
+    path("approvals/<uuid:pk>/approve/", approval_views.approval_approve, name="approval-approve"),
+    path("approvals/<uuid:pk>/deny/", approval_views.approval_deny, name="approval-deny"),
     # Before the mirrored claims' <namespace>/<name>, which "requests/…" would otherwise match.
     path("claims/requests/", request_views.claimrequest_list, name="claimrequest-list"),
     path("claims/requests/new/", request_views.claimrequest_new, name="claimrequest-new"),

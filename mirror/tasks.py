@@ -8,6 +8,7 @@ from celery import shared_task
 from django.conf import settings
 from django.core.cache import cache
 
+from claims.approvals import expire_approvals
 from claims.models import ClaimRequest
 from claims.services import expire_leases
 from devices.models import InventoryChange
@@ -28,6 +29,7 @@ __all__ = [
     "apply_claim_request",
     "check_reservations",
     "ensure_watchers",
+    "expire_claim_approvals",
     "expire_claim_leases",
     "refresh_device_classes",
     "release_claim_request",
@@ -127,6 +129,12 @@ def check_reservations() -> list[str]:
 def expire_claim_leases() -> int:
     """Beat: release requests whose lease ended."""
     return expire_leases()
+
+
+@shared_task(name="claims.expire_approvals", ignore_result=True)
+def expire_claim_approvals() -> int:
+    """Beat: requests that waited for approval longer than CLAIMS_APPROVAL_TIMEOUT expire."""
+    return expire_approvals()
 
 
 @shared_task(name="claims.sync_requests", ignore_result=True)

@@ -37,6 +37,7 @@ app.conf.beat_schedule = {
     # Restart watchers whose lock expired (their worker died) or that never started.
     "ensure-watchers": {"task": "devices.tasks.ensure_watchers", "schedule": 30.0},
     "expire-claim-leases": {"task": "claims.expire_leases", "schedule": 60.0},
+    "expire-claim-approvals": {"task": "claims.expire_approvals", "schedule": 300.0},
     "sync-claim-requests": {"task": "claims.sync_requests", "schedule": 15.0},
     "resume-claim-requests": {"task": "claims.resume_requests", "schedule": 30.0},
     # Record drift of the ResourceQuota backstops (shown, repaired only on request).

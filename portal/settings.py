@@ -17,6 +17,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from portal.durations import DurationError, parse_duration
 from portal.environment import env_bool, env_int, env_list, env_secret, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -267,6 +268,11 @@ CLAIMS_INDEX_FRESH_MS = env_int("CLAIMS_INDEX_FRESH_MS", 250)
 # How old (seconds) the tenant usage behind the live preview's quota hint may be; submitting
 # always counts afresh under the tenant's lock.
 CLAIMS_PREVIEW_USAGE_SECONDS = env_int("CLAIMS_PREVIEW_USAGE_SECONDS", 5)
+# How long a claim request may wait for approval before it expires (7d, 12h, P3D, ...).
+try:
+    CLAIMS_APPROVAL_TIMEOUT = parse_duration(env_str("CLAIMS_APPROVAL_TIMEOUT", "3d"))
+except DurationError as error:
+    raise ImproperlyConfigured(f"CLAIMS_APPROVAL_TIMEOUT: {error}") from error
 CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
 CELERY_RESULT_BACKEND = REDIS_URL or None
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL)

@@ -300,6 +300,16 @@ class ClaimInputSerializer(StrictSerializer):
         )
 
 
+class DecisionInputSerializer(StrictSerializer):
+    comment = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=2000,
+        help_text="Why: optional when approving, required when denying (the requester reads it).",
+    )
+
+
 class ReleaseInputSerializer(StrictSerializer):
     force = serializers.BooleanField(
         required=False,
@@ -448,6 +458,10 @@ class FitReportSerializer(serializers.Serializer):
         help_text="Why it is not allocatable: the funnel per (sub)request."
     )
     quota = QuotaCheckSerializer()
+    needs_approval = serializers.BooleanField(
+        help_text="Submitting it would wait for approval (``approval_reasons`` say why)."
+    )
+    approval_reasons = serializers.ListField(child=serializers.CharField())
 
     @extend_schema_field(ExplanationSerializer(many=True))
     def get_explanations(self, report: Any) -> list[dict[str, Any]]:
@@ -468,6 +482,18 @@ class ClaimRequestSerializer(serializers.ModelSerializer):
     lease = LeaseField(read_only=True, allow_null=True)
     node = serializers.CharField(source="node_name", read_only=True)
     requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    approval_reasons = serializers.ListField(
+        child=serializers.CharField(),
+        read_only=True,
+        help_text="Why the request waits (or waited) for approval: one line per rule crossed.",
+    )
+    decided_by = serializers.SlugRelatedField(
+        slug_field="username",
+        read_only=True,
+        allow_null=True,
+        help_text="Who approved or denied it (null: nobody decided).",
+    )
+    decision_comment = serializers.CharField(read_only=True)
     devices = serializers.SerializerMethodField(
         help_text="The mirrored claim's allocation results (empty until mirrored)."
     )
@@ -498,6 +524,10 @@ class ClaimRequestSerializer(serializers.ModelSerializer):
             "devices",
             "consumers",
             "requested_by",
+            "approval_reasons",
+            "decided_by",
+            "decided_at",
+            "decision_comment",
             "created_at",
             "applied_at",
             "ended_at",

@@ -32,6 +32,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from claims.access import get_claim_for_user, get_request_for_user
+from claims.approvals import approve_request, deny_request, may_decide
 from claims.filtersets import ClaimRequestFilterSet, ResourceClaimFilterSet
 from claims.fit import would_it_fit
 from claims.models import REQUEST_ID_LABEL, ClaimRequest, ResourceClaim
@@ -44,6 +45,7 @@ from portal.api.parsers import BoundedJSONParser
 from .serializers import (
     ClaimInputSerializer,
     ClaimRequestSerializer,
+    DecisionInputSerializer,
     FitReportSerializer,
     QuotaCheckSerializer,
     ReleaseInputSerializer,
@@ -320,6 +322,12 @@ class ClaimRequestViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         parameters=[IDEMPOTENCY_HEADER],
         responses={
             201: OpenApiResponse(ClaimRequestSerializer, description="Accepted."),
+            202: OpenApiResponse(
+                ClaimRequestSerializer,
+                description="Recorded, waiting for approval (`state: pending_approval`; "
+                "`approval_reasons` say why). Nothing is applied until a tenant admin or "
+                "portal admin approves it (`POST .../approve/`).",
+            ),
             200: OpenApiResponse(
                 ClaimRequestSerializer,
                 description="A retry with the same Idempotency-Key and body: the first request.",
@@ -344,11 +352,80 @@ class ClaimRequestViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         replayed = bool(key) and claim_request.created_at < started
         claim_request.refresh_from_db()  # applying may have run already (eager tasks)
         data = self.render([claim_request])[0]
-        return Response(
-            data,
-            status=status.HTTP_200_OK if replayed else status.HTTP_201_CREATED,
-            headers={"Location": data["url"]},
-        )
+        if replayed:
+            answer = status.HTTP_200_OK
+        elif claim_request.state == ClaimRequest.State.PENDING_APPROVAL:
+            answer = status.HTTP_202_ACCEPTED
+        else:
+            answer = status.HTTP_201_CREATED
+        return Response(data, status=answer, headers={"Location": data["url"]})
+
+    def _decide(self, request: Request, pk: str, *, approve: bool) -> Response:
+        # The gates first: another tenant's request is a 404 whatever the body; a member, or a
+        # tenant admin deciding their own request, a 403.
+        claim_request = get_request_for_user(request.user, pk)
+        if not may_decide(request.user, claim_request):
+            own = claim_request.requested_by_id == request.user.pk
+            raise exceptions.PermissionDenied(
+                "You may not decide on your own request; another tenant admin or a portal "
+                "admin does."
+                if own
+                else "Only the tenant's admins and portal admins approve or deny requests."
+            )
+        body = DecisionInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        comment = body.validated_data["comment"]
+        try:
+            if approve:
+                approve_request(user=request.user, request=claim_request, comment=comment)
+            else:
+                deny_request(user=request.user, request=claim_request, comment=comment)
+        except SpecErrors as error:
+            raise refusal(error) from error
+        claim_request.refresh_from_db()
+        return Response(self.render([claim_request])[0])
+
+    @extend_schema(
+        summary="Approve a request waiting for approval",
+        description="Tenant admins (not for their own requests) and portal admins. The quota is "
+        "checked again, atomically: a request that no longer fits stays pending (409 "
+        "`quota_exceeded`: raise the quota or wait). Approved, it is applied and its lease "
+        "starts now. Approving an approved request returns it unchanged; a denied or ended "
+        "one is a 409 `conflict`.",
+        request=DecisionInputSerializer,
+        responses={
+            200: ClaimRequestSerializer,
+            400: BAD_INPUT,
+            403: OpenApiResponse(description="A member, or a tenant admin's own request."),
+            404: OpenApiResponse(description="No such request in your tenants."),
+            409: OVER_QUOTA,
+        },
+        examples=[OpenApiExample("With a comment", value={"comment": "For the paper deadline."})],
+    )
+    @action(detail=True, methods=["post"])
+    def approve(self, request: Request, pk: str) -> Response:
+        return self._decide(request, pk, approve=True)
+
+    @extend_schema(
+        summary="Deny a request waiting for approval",
+        description="Tenant admins (not for their own requests) and portal admins; `comment` "
+        "is required (the requester reads it). The request ends as `denied`; nothing was made "
+        "in the cluster. Denying a denied request returns it; an approved one is a 409.",
+        request=DecisionInputSerializer,
+        responses={
+            200: ClaimRequestSerializer,
+            400: BAD_INPUT,
+            403: OpenApiResponse(description="A member, or a tenant admin's own request."),
+            404: OpenApiResponse(description="No such request in your tenants."),
+            409: STATE_CONFLICT,
+        },
+        examples=[
+            OpenApiExample("Why", value={"comment": "Use the A100s for this."}, request_only=True)
+        ],
+    )
+    @action(detail=True, methods=["post"])
+    def deny(self, request: Request, pk: str) -> Response:
+        return self._decide(request, pk, approve=False)
 
     @extend_schema(
         summary="Release the claim",

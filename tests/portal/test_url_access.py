@@ -34,7 +34,7 @@ CLUSTER_WIDE = {
 }
 STAFF_ONLY = {"api:mirrorstatus-detail"}
 # Actions answered to POST only: the check posts to them (a GET would be a 405).
-POST_ONLY = ("-revoke", "-release", "-renew")
+POST_ONLY = ("-revoke", "-release", "-renew", "-approve", "-deny")
 
 
 def _walk(patterns: list[Any], namespace: str = "") -> Iterator[tuple[str, list[str]]]:
@@ -119,6 +119,10 @@ def sample_kwargs(name: str, params: tuple[str, ...], objects: dict[str, Any]) -
         "claimrequest-detail": {"pk": objects["claim_request"]},
         "claimrequest-release": {"pk": objects["claim_request"]},
         "claimrequest-renew": {"pk": objects["claim_request"]},
+        "api:claimrequest-approve": {"pk": objects["claim_request"]},
+        "api:claimrequest-deny": {"pk": objects["claim_request"]},
+        "approval-approve": {"pk": objects["claim_request"]},
+        "approval-deny": {"pk": objects["claim_request"]},
     }
     if name in by_name:
         return by_name[name]

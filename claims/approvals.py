@@ -1,0 +1,296 @@
+"""Approvals: which claim requests wait for a person, who may decide, and the decisions.
+
+* :func:`approval_reasons`: the policy. A request waits (``PENDING_APPROVAL``) when its tenant
+  ``requires_approval``, when it crosses one of its class quota's thresholds
+  (``approve_above_devices`` / ``_memory`` / ``_lease``), or when it is over the quota and the
+  quota says ``approve_over_quota`` (instead of being refused). One line per rule crossed.
+* :func:`may_decide`: portal admins decide any request; tenant admins their tenants'
+  requests, except their own (someone else looks at it); members never.
+* :func:`approve_request`, :func:`deny_request`, :func:`expire_approvals`: the decisions. A
+  pending request holds no quota, so approving checks the quota again, atomically under the
+  tenant's row lock like a submission; approval never exceeds the quota.
+
+Withdrawing a pending request is :func:`claims.services.release_request` (it ends at once:
+nothing was made in the cluster).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.utils import timezone
+
+from claims.models import ClaimRequest, ClaimRequestQuerySet
+from claims.quota import QuotaCheck, check_quota
+from claims.services import APPLY_TASK, QuotaExceeded, enqueue, tenant_lock, transition
+from claims.specs import SpecErrors
+from portal.durations import format_duration
+from portal.models import AuditEvent, Quota, Tenant
+from portal.services.audit import record_event
+
+__all__ = [
+    "approval_deadline",
+    "approval_reasons",
+    "approve_request",
+    "deny_request",
+    "expire_approvals",
+    "is_approver",
+    "may_decide",
+    "pending_for",
+]
+
+State = ClaimRequest.State
+COMMENT_MAX = 2000
+
+
+def _gib(value: int) -> str:
+    return f"{value / 2**30:.1f} GiB".replace(".0 GiB", " GiB")
+
+
+def approval_reasons(
+    tenant: Tenant,
+    check: QuotaCheck,
+    *,
+    devices: int,
+    memory_bytes: int,
+    lease: timedelta | None,
+) -> list[str]:
+    """Why a request of ``devices`` devices, ``memory_bytes`` of device memory and ``lease``
+    (None: held until released) must wait for approval; empty when it need not. ``check`` is
+    the quota's verdict on it (its ``quota`` carries the thresholds)."""
+    reasons: list[str] = []
+    if tenant.requires_approval:
+        reasons.append(f"{tenant.name} has every request approved.")
+    quota = check.quota
+    if quota is None:
+        return reasons
+    name = quota.device_class_name
+    if quota.approve_above_devices is not None and devices > quota.approve_above_devices:
+        reasons.append(
+            f"{devices} device{'s' if devices != 1 else ''} of {name}: more than "
+            f"{quota.approve_above_devices} need{'s' if quota.approve_above_devices == 1 else ''}"
+            " approval."
+        )
+    if quota.approve_above_memory is not None and memory_bytes > quota.approve_above_memory:
+        reasons.append(
+            f"{_gib(memory_bytes)} of device memory: more than "
+            f"{_gib(quota.approve_above_memory)} needs approval."
+        )
+    if quota.approve_above_lease is not None and (
+        lease is None or lease > quota.approve_above_lease
+    ):
+        asked = (
+            f"A lease of {format_duration(lease)}" if lease else "No lease (held until released)"
+        )
+        reasons.append(
+            f"{asked}: leases longer than {format_duration(quota.approve_above_lease)} "
+            "need approval."
+        )
+    if not check.fits and quota.approve_over_quota:
+        reasons.append("Over quota: " + " ".join(check.problems))
+    return reasons
+
+
+# --- who decides -------------------------------------------------------------------------------
+
+
+def is_approver(user: AbstractBaseUser | AnonymousUser) -> bool:
+    """May ``user`` decide any request at all (portal admin, or admin of some tenant)?"""
+    if not user.is_authenticated:
+        return False
+    return bool(user.is_staff or Tenant.objects.administered_by(user).exists())
+
+
+def may_decide(
+    user: AbstractBaseUser | AnonymousUser,
+    request: ClaimRequest,
+    *,
+    administered: Collection[int] | None = None,
+) -> bool:
+    """Portal admins decide any request; a tenant admin their tenant's requests but not their
+    own (a second person looks at it; a portal admin may approve their own). ``administered``:
+    the ids of the tenants ``user`` administers, when the caller has them (a list page)."""
+    if not user.is_authenticated:
+        return False
+    if user.is_staff:
+        return True
+    if request.requested_by_id == user.pk:
+        return False
+    if administered is not None:
+        return request.tenant_id in administered
+    return Tenant.objects.administered_by(user).filter(pk=request.tenant_id).exists()
+
+
+def pending_for(user: AbstractBaseUser | AnonymousUser) -> ClaimRequestQuerySet:
+    """The requests ``user`` may decide on, in any state: every request for portal admins,
+    their tenants' for tenant admins (their own included, shown but not decidable)."""
+    requests = ClaimRequest.objects.all()
+    if not user.is_authenticated:
+        return requests.none()
+    if user.is_staff:
+        return requests
+    return requests.filter(tenant__in=Tenant.objects.administered_by(user))
+
+
+def _refuse_decider(user: AbstractBaseUser | AnonymousUser, request: ClaimRequest) -> None:
+    if may_decide(user, request):
+        return
+    if user.is_authenticated and request.requested_by_id == user.pk and not user.is_staff:
+        raise PermissionDenied(
+            "You may not decide on your own request: another tenant admin or a portal admin "
+            "approves it."
+        )
+    raise PermissionDenied("Only the tenant's admins and portal admins approve or deny requests.")
+
+
+def _already(request: ClaimRequest, verb: str) -> SpecErrors:
+    """The refusal for deciding a request that is no longer pending."""
+    if request.state == State.DENIED:
+        who = request.decided_by.get_username() if request.decided_by else "someone"
+        text = f"This request was denied by {who}; it cannot be {verb}."
+    elif request.decided_at is not None:
+        text = f"This request was approved already; it cannot be {verb}."
+    else:
+        text = f"This request is {request.get_state_display().lower()}; it cannot be {verb}."
+    return SpecErrors({"state": [text]})
+
+
+def _clean_comment(comment: str) -> str:
+    return (comment or "").strip()[:COMMENT_MAX]
+
+
+# --- the decisions -----------------------------------------------------------------------------
+
+
+def approve_request(
+    *, user: AbstractBaseUser | AnonymousUser, request: ClaimRequest, comment: str = ""
+) -> ClaimRequest:
+    """Accept a pending request: under the tenant's row lock, check that it fits the quota now
+    (raising :class:`claims.services.QuotaExceeded` and leaving it pending if not), move it to
+    ``SUBMITTED``, start its lease from now and enqueue applying it once committed; audited.
+    Approving a request already approved returns it unchanged; a denied or ended one is a
+    :class:`SpecErrors` on ``state``. Raises ``PermissionDenied`` unless :func:`may_decide`."""
+    _refuse_decider(user, request)
+    actor = user if user.is_authenticated else None
+    comment = _clean_comment(comment)
+    with tenant_lock(request.tenant_id) as tenant:
+        request.refresh_from_db()
+        if request.state != State.PENDING_APPROVAL:
+            if request.decided_at is not None and request.state != State.DENIED:
+                return request  # approved already: nothing to do
+            raise _already(request, "approved")
+        quota = Quota.objects.filter(tenant=tenant, device_class_name=request.device_class_name)
+        max_lease = quota.values_list("max_lease", flat=True).first()
+        if request.lease and max_lease is not None and request.lease > max_lease:
+            raise SpecErrors(
+                {
+                    "lease": [
+                        f"It asks for a lease of {format_duration(request.lease)}; the longest "
+                        f"lease for {request.device_class_name} is now "
+                        f"{format_duration(max_lease)}. Deny it, or raise the quota's maximum."
+                    ]
+                }
+            )
+        check = check_quota(
+            tenant,
+            request.device_class_name,
+            devices=request.held_devices,
+            memory_bytes=request.held_memory_bytes,
+        )
+        if not check.fits and not request.admin_access:
+            check.problems.append(
+                "Approving it would exceed the quota: raise the quota, or wait until the "
+                "tenant holds less; the request stays pending."
+            )
+            raise QuotaExceeded(check)
+        now = timezone.now()
+        moved = transition(
+            request,
+            State.SUBMITTED,
+            expect=[State.PENDING_APPROVAL],
+            actor=actor,
+            decided_by=actor,
+            decided_at=now,
+            decision_comment=comment,
+            expires_at=now + request.lease if request.lease else None,
+        )
+        if not moved:  # denied meanwhile (denying takes no lock)
+            raise _already(request, "approved")
+        record_event(
+            actor=actor,
+            action=AuditEvent.Action.CLAIM_APPROVED,
+            obj=request,
+            tenant=tenant,
+            before={"state": State.PENDING_APPROVAL, "reasons": request.approval_reasons},
+            after={"state": State.SUBMITTED, "comment": comment},
+        )
+        enqueue(APPLY_TASK, request.pk)
+    return request
+
+
+def deny_request(
+    *, user: AbstractBaseUser | AnonymousUser, request: ClaimRequest, comment: str
+) -> ClaimRequest:
+    """Refuse a pending request, saying why (``comment`` is required); it ends as ``DENIED``
+    with nothing made in the cluster; audited. Denying a denied request returns it; an
+    approved or ended one is a :class:`SpecErrors` on ``state``."""
+    _refuse_decider(user, request)
+    comment = _clean_comment(comment)
+    if not comment:
+        raise SpecErrors({"comment": ["Say why it is denied: the requester reads it."]})
+    actor = user if user.is_authenticated else None
+    if request.state == State.DENIED:
+        return request
+    with transaction.atomic():
+        moved = transition(
+            request,
+            State.DENIED,
+            expect=[State.PENDING_APPROVAL],
+            actor=actor,
+            reason=f"denied: {comment}",
+            decided_by=actor,
+            decided_at=timezone.now(),
+            decision_comment=comment,
+        )
+        if not moved:
+            if request.state == State.DENIED:
+                return request
+            raise _already(request, "denied")
+        record_event(
+            actor=actor,
+            action=AuditEvent.Action.CLAIM_DENIED,
+            obj=request,
+            tenant=request.tenant,
+            before={"state": State.PENDING_APPROVAL, "reasons": request.approval_reasons},
+            after={"state": State.DENIED, "comment": comment},
+        )
+    return request
+
+
+def approval_deadline(request: ClaimRequest) -> datetime:
+    """When a pending request expires unless decided (``CLAIMS_APPROVAL_TIMEOUT``)."""
+    timeout: timedelta = settings.CLAIMS_APPROVAL_TIMEOUT
+    return request.created_at + timeout
+
+
+def expire_approvals(now: Any = None) -> int:
+    """Beat: pending requests older than ``CLAIMS_APPROVAL_TIMEOUT`` end as ``EXPIRED``."""
+    now = now or timezone.now()
+    timeout: timedelta = settings.CLAIMS_APPROVAL_TIMEOUT
+    expired = 0
+    for request in ClaimRequest.objects.filter(
+        state=State.PENDING_APPROVAL, created_at__lte=now - timeout
+    ).select_related("tenant"):
+        expired += transition(
+            request,
+            State.EXPIRED,
+            expect=[State.PENDING_APPROVAL],
+            reason=f"not approved within {format_duration(timeout)}",
+        )
+    return expired
