@@ -6,7 +6,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from home import views as home
-from portal.views import api_tokens, tenants
+from portal.views import api_tokens, audit, tenants
 
 admin.site.site_header = "DRA Portal administration"
 admin.site.site_title = "DRA Portal admin"
@@ -20,6 +20,8 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("tenants/", tenants.tenant_list, name="tenant-list"),
     path("tenants/<slug:slug>/", tenants.tenant_detail, name="tenant-detail"),
+    path("audit/", audit.auditevent_list, name="auditevent-list"),
+    path("audit/export.csv", audit.auditevent_export, name="auditevent-export"),
     path("account/tokens/", api_tokens.apitoken_list, name="apitoken-list"),
     path("account/tokens/<int:pk>/revoke/", api_tokens.apitoken_revoke, name="apitoken-revoke"),
     path("", include("devices.urls")),
