@@ -70,6 +70,10 @@ class MomentField(forms.Field):
         return timezone.make_aware(moment) if timezone.is_naive(moment) else moment
 
 
+# The page picks days; the API may give times as well (the same field parses both).
+DATE_INPUT = forms.TextInput(attrs={"type": "date"})
+
+
 class MomentFilter(django_filters.Filter):
     """``created_at`` from (``gte``) or to (``lte``) a moment; a date as ``to`` takes in the
     whole day."""
@@ -113,8 +117,10 @@ class AuditEventFilterSet(django_filters.FilterSet):
     )
     object_type = django_filters.CharFilter(field_name="object_type", label="Object type")
     object = django_filters.CharFilter(method="search_object", label="Object (id or name)")
-    since = MomentFilter(field_name="created_at", lookup_expr="gte", label="From")
-    until = MomentFilter(field_name="created_at", lookup_expr="lte", label="To")
+    since = MomentFilter(
+        field_name="created_at", lookup_expr="gte", label="From", widget=DATE_INPUT
+    )
+    until = MomentFilter(field_name="created_at", lookup_expr="lte", label="To", widget=DATE_INPUT)
 
     class Meta:
         model = AuditEvent

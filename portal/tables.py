@@ -14,7 +14,14 @@ from django.utils.html import format_html
 
 from portal.models import AuditEvent, Tenant
 
-__all__ = ["AUDIT_OBJECT_PAGES", "AuditEventTable", "AuditLogTable", "TenantTable", "audit_changes"]
+__all__ = [
+    "AUDIT_OBJECT_PAGES",
+    "AuditEventTable",
+    "AuditLogTable",
+    "TenantTable",
+    "audit_changes",
+    "object_type_name",
+]
 
 
 class TenantTable(tables.Table):
@@ -50,6 +57,14 @@ class AuditEventTable(tables.Table):
         attrs = {"class": "table table-sm align-middle mb-0"}
         orderable = False
         empty_text = "Nothing has happened yet."
+
+
+def object_type_name(label: str) -> str:
+    """``claims.ClaimRequest`` → "Claim request" (the label itself for a model now gone)."""
+    try:
+        return str(apps.get_model(label)._meta.verbose_name).capitalize()
+    except (LookupError, ValueError):
+        return label
 
 
 def _tenant_page(event: AuditEvent) -> str | None:
@@ -124,6 +139,9 @@ class AuditLogTable(AuditEventTable):
             "changes",
         ]
         empty_text = "No audit events."
+
+    def render_object_type(self, value: str) -> str:
+        return object_type_name(value)
 
     def render_object_repr(self, record: AuditEvent) -> str:
         name = record.object_repr or record.object_id or "—"

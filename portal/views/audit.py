@@ -21,7 +21,7 @@ from django.utils import timezone
 from portal.filtersets import AuditEventFilterSet
 from portal.htmx import render_list
 from portal.models import AuditEvent, Tenant
-from portal.tables import AuditLogTable
+from portal.tables import AuditLogTable, object_type_name
 
 __all__ = ["CSV_COLUMNS", "auditevent_export", "auditevent_list", "csv_safe"]
 
@@ -76,7 +76,12 @@ def auditevent_list(request: HttpRequest) -> HttpResponse:
 
     def filter_choices() -> dict[str, Any]:
         types = visible.order_by("object_type").values_list("object_type", flat=True)
-        return {"object_type": ("Any object type", list(types.distinct()))}
+        return {
+            "object_type": (
+                "Any object type",
+                [(label, object_type_name(label)) for label in types.distinct()],
+            )
+        }
 
     return render_list(
         request,

@@ -232,7 +232,9 @@ def test_the_full_page_has_the_filter_form_and_an_export_that_keeps_the_filters(
     content = page(client_as(root), "?actor=root&action=updated&page=1")
     assert 'data-testid="filter-form"' in content
     assert 'name="object_type"' in content
-    assert '<option value="portal.Quota">' in content  # the object types on the trail
+    # the object types on the trail, by name
+    assert '<option value="portal.Quota">Quota</option>' in content
+    assert '<option value="claims.ClaimRequest">Claim request</option>' in content
     assert 'href="/audit/export.csv?actor=root&amp;action=updated"' in content
 
 
