@@ -6,7 +6,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from home import views as home
-from portal.views import api_tokens, members, quotas, tenants
+from portal.views import api_tokens, audit, members, quotas, tenants
 
 admin.site.site_header = "DRA Portal administration"
 admin.site.site_title = "DRA Portal admin"
@@ -38,6 +38,8 @@ urlpatterns = [
         members.member_remove,
         name="tenant-member-remove",
     ),
+    path("audit/", audit.auditevent_list, name="auditevent-list"),
+    path("audit/export.csv", audit.auditevent_export, name="auditevent-export"),
     path("account/tokens/", api_tokens.apitoken_list, name="apitoken-list"),
     path("account/tokens/<int:pk>/revoke/", api_tokens.apitoken_revoke, name="apitoken-revoke"),
     path("", include("devices.urls")),

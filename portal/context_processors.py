@@ -28,6 +28,7 @@ NAVIGATION = [
     ("Approvals", "approval-list", "check2-square", APPROVERS),
     ("Tenants & quotas", "tenant-list", "people", EVERYONE),
     ("Reports", "allocation-report", "bar-chart", EVERYONE),
+    ("Audit log", "auditevent-list", "journal-text", APPROVERS),
     ("Mirror", "mirror-status", "arrow-repeat", STAFF),
 ]
 _ENTRIES = {url_name for _, url_name, _, _ in NAVIGATION}

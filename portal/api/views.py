@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.http import Http404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
@@ -214,8 +214,26 @@ class QuotaViewSet(viewsets.ModelViewSet):
         tenant_services.delete_quota(actor=self.request.user, quota=instance)
 
 
+MOMENT = "A date (YYYY-MM-DD) or an ISO 8601 time; a time without an offset is in the portal's"
+AUDIT_FILTERS = [
+    OpenApiParameter("actor", str, description="The actor's username (any case)."),
+    OpenApiParameter(
+        "tenant", str, description="A tenant's slug; one whose events you may not see is a 400."
+    ),
+    OpenApiParameter("object", str, description="The object's id, or part of its name."),
+    OpenApiParameter("since", str, description=f"From this moment. {MOMENT} time zone."),
+    OpenApiParameter(
+        "until",
+        str,
+        description=f"To this moment; a date takes in its whole day. {MOMENT} time zone.",
+    ),
+]
+
+
+@extend_schema_view(list=extend_schema(parameters=AUDIT_FILTERS))
 class AuditEventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """The audit trail: everything for portal admins, your tenants' events for tenant admins."""
+    """The audit trail: everything for portal admins, your tenants' events for tenant admins.
+    Its filters are the audit log page's (``AuditEventFilterSet``)."""
 
     serializer_class = AuditEventSerializer
     filterset_class = AuditEventFilterSet
