@@ -27,7 +27,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from claims.models import ClaimRequest, ClaimRequestQuerySet
-from claims.quota import QuotaCheck, check_quota
+from claims.quota import check_quota
 from claims.services import APPLY_TASK, QuotaExceeded, enqueue, tenant_lock, transition
 from claims.specs import SpecErrors
 from portal.durations import format_duration
@@ -36,7 +36,6 @@ from portal.services.audit import record_event
 
 __all__ = [
     "approval_deadline",
-    "approval_reasons",
     "approve_request",
     "deny_request",
     "expire_approvals",
@@ -47,54 +46,6 @@ __all__ = [
 
 State = ClaimRequest.State
 COMMENT_MAX = 2000
-
-
-def _gib(value: int) -> str:
-    return f"{value / 2**30:.1f} GiB".replace(".0 GiB", " GiB")
-
-
-def approval_reasons(
-    tenant: Tenant,
-    check: QuotaCheck,
-    *,
-    devices: int,
-    memory_bytes: int,
-    lease: timedelta | None,
-) -> list[str]:
-    """Why a request of ``devices`` devices, ``memory_bytes`` of device memory and ``lease``
-    (None: held until released) must wait for approval; empty when it need not. ``check`` is
-    the quota's verdict on it (its ``quota`` carries the thresholds)."""
-    reasons: list[str] = []
-    if tenant.requires_approval:
-        reasons.append(f"{tenant.name} has every request approved.")
-    quota = check.quota
-    if quota is None:
-        return reasons
-    name = quota.device_class_name
-    if quota.approve_above_devices is not None and devices > quota.approve_above_devices:
-        reasons.append(
-            f"{devices} device{'s' if devices != 1 else ''} of {name}: more than "
-            f"{quota.approve_above_devices} need{'s' if quota.approve_above_devices == 1 else ''}"
-            " approval."
-        )
-    if quota.approve_above_memory is not None and memory_bytes > quota.approve_above_memory:
-        reasons.append(
-            f"{_gib(memory_bytes)} of device memory: more than "
-            f"{_gib(quota.approve_above_memory)} needs approval."
-        )
-    if quota.approve_above_lease is not None and (
-        lease is None or lease > quota.approve_above_lease
-    ):
-        asked = (
-            f"A lease of {format_duration(lease)}" if lease else "No lease (held until released)"
-        )
-        reasons.append(
-            f"{asked}: leases longer than {format_duration(quota.approve_above_lease)} "
-            "need approval."
-        )
-    if not check.fits and quota.approve_over_quota:
-        reasons.append("Over quota: " + " ".join(check.problems))
-    return reasons
 
 
 # --- who decides -------------------------------------------------------------------------------

@@ -16,9 +16,8 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
-from claims.approvals import approval_reasons
 from claims.index import Placement, index
-from claims.quota import QuotaCheck, check_quota
+from claims.quota import QuotaCheck, approval_reasons, check_quota
 from claims.services import lease_for, prepare
 from claims.specs import ClaimInput
 from portal.models import TenantNamespace

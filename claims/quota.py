@@ -13,14 +13,23 @@ from __future__ import annotations
 import time
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from claims.index import index
 from claims.models import AllocatedDevice, ClaimRequest, ResourceClaim
 from dra.model import ExactRequest, InvalidObject, parse_claim
+from portal.durations import format_duration
 from portal.models import Quota, Tenant
 
-__all__ = ["ClassUsage", "QuotaCheck", "check_quota", "quota_report", "tenant_usage"]
+__all__ = [
+    "ClassUsage",
+    "QuotaCheck",
+    "approval_reasons",
+    "check_quota",
+    "quota_report",
+    "tenant_usage",
+]
 
 
 @dataclass(slots=True)
@@ -276,3 +285,47 @@ def quota_report(tenant: Tenant) -> dict[str, QuotaCheck]:
         for name in sorted(set(usage) | set(quotas))
         if name
     }
+
+
+def approval_reasons(
+    tenant: Tenant,
+    check: QuotaCheck,
+    *,
+    devices: int,
+    memory_bytes: int,
+    lease: timedelta | None,
+) -> list[str]:
+    """Why a request of ``devices`` devices, ``memory_bytes`` of device memory and ``lease``
+    (None: held until released) must wait for approval; empty when it need not. ``check`` is
+    the quota's verdict on it (its ``quota`` carries the thresholds)."""
+    reasons: list[str] = []
+    if tenant.requires_approval:
+        reasons.append(f"{tenant.name} has every request approved.")
+    quota = check.quota
+    if quota is None:
+        return reasons
+    name = quota.device_class_name
+    if quota.approve_above_devices is not None and devices > quota.approve_above_devices:
+        reasons.append(
+            f"{devices} device{'s' if devices != 1 else ''} of {name}: more than "
+            f"{quota.approve_above_devices} need{'s' if quota.approve_above_devices == 1 else ''}"
+            " approval."
+        )
+    if quota.approve_above_memory is not None and memory_bytes > quota.approve_above_memory:
+        reasons.append(
+            f"{_gib(memory_bytes)} of device memory: more than "
+            f"{_gib(quota.approve_above_memory)} needs approval."
+        )
+    if quota.approve_above_lease is not None and (
+        lease is None or lease > quota.approve_above_lease
+    ):
+        asked = (
+            f"A lease of {format_duration(lease)}" if lease else "No lease (held until released)"
+        )
+        reasons.append(
+            f"{asked}: leases longer than {format_duration(quota.approve_above_lease)} "
+            "need approval."
+        )
+    if not check.fits and quota.approve_over_quota:
+        reasons.append("Over quota: " + " ".join(check.problems))
+    return reasons

@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from claims.index import index
 from claims.models import AllocationMode, ClaimRequest, ClassPolicy, ResourceClaim
-from claims.quota import QuotaCheck, check_quota
+from claims.quota import QuotaCheck, approval_reasons, check_quota
 from claims.signals import request_state_changed
 from claims.specs import PRESETS, ClaimInput, SpecErrors, build_spec, check_input, resolve_preset
 from devices.models import DeviceClass, Namespace
@@ -191,14 +191,10 @@ def submit_request(
     :class:`QuotaExceeded` with nothing recorded. Retrying with the same idempotency key
     returns the first request.
 
-    When the approval policy says so (``claims.approvals.approval_reasons``) the request is
+    When the approval policy says so (``claims.quota.approval_reasons``) the request is
     recorded as ``PENDING_APPROVAL`` with its reasons instead: it holds no quota, nothing is
     applied and its lease starts only when approved. Over the quota it waits only when the
     quota says ``approve_over_quota``; a lease longer than the quota's maximum is refused."""
-    # claims.approvals builds on this module (the tenant lock, transition); its policy is
-    # imported here to avoid the cycle.
-    from claims.approvals import approval_reasons
-
     requester = user if user.is_authenticated else None
     if idempotency_key:
         existing = ClaimRequest.objects.filter(

@@ -78,9 +78,9 @@ def test_the_dashboard_costs_a_fixed_number_of_queries(
     # token count, nodes, device states, GPUs by model, device-plugin GPUs, claims, ready nodes,
     # the mirror's stale kinds; usage against quota per tenant shown (at most 3 tenants):
     # claims, their results with device memory, requests, quotas and the warm index's
-    # catch-up (the warm-up read the claims' specs, which are parsed once per version); the
-    # navigation's "does alice administer a tenant" (the audit log's entry)
-    with django_assert_num_queries(19):
+    # catch-up (the warm-up read the claims' specs, which are parsed once per version, and
+    # cached the navigation's "does alice administer a tenant")
+    with django_assert_num_queries(18):
         client.get("/")
 
 
