@@ -32,6 +32,12 @@ NAVIGATION = [
     ("Mirror", "mirror-status", "arrow-repeat", STAFF),
 ]
 _ENTRIES = {url_name for _, url_name, _, _ in NAVIGATION}
+# Entries shown together in one dropdown (consecutive in NAVIGATION): the bar stays one line.
+GROUPS = {
+    "tenant-list": ("Governance", "people"),
+    "allocation-report": ("Governance", "people"),
+    "auditevent-list": ("Governance", "people"),
+}
 # Entries with a count badge, loaded by htmx after the page (the page itself pays nothing).
 _BADGES = {"approval-list": "approval-count"}
 # How long the navigation trusts "is a tenant admin" (a new tenant admin sees Approvals within
@@ -84,7 +90,19 @@ def _entries(request: HttpRequest, user: Any) -> list[dict[str, Any]]:
             and current not in _ENTRIES
             and current.split("-")[0] == url_name.split("-")[0]
         )
+        group, group_icon = GROUPS.get(url_name, ("", ""))
         items.append(
-            {"label": label, "url": url, "icon": icon, "active": active, "badge_url": badge_url}
+            {
+                "label": label,
+                "url": url,
+                "icon": icon,
+                "active": active,
+                "badge_url": badge_url,
+                "group": group,
+                "group_icon": group_icon,
+            }
         )
+    active_groups = {item["group"] for item in items if item["active"] and item["group"]}
+    for item in items:
+        item["group_active"] = item["group"] in active_groups
     return items

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 from dra.quantity import Quantity, QuantityError, parse_quantity
 
-__all__ = ["MAX_BYTES", "QuantityError", "format_bytes", "parse_bytes"]
+__all__ = ["MAX_BYTES", "QuantityError", "format_bytes", "format_bytes_roughly", "parse_bytes"]
 
 MAX_BYTES = 2**63 - 1
 
@@ -32,3 +32,19 @@ def format_bytes(value: int) -> str:
     binary = str(Quantity(Fraction(value), "BinarySI"))
     decimal = str(Quantity(Fraction(value), "DecimalSI"))
     return decimal if len(decimal) < len(binary) else binary
+
+
+_BINARY_UNITS = (("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+
+
+def format_bytes_roughly(value: int) -> str:
+    """For amounts people read rather than type back (usage): the exact quantity when it is
+    short (``640Gi``), else one decimal of the largest binary unit (``318.6Gi`` rather than
+    ``326236Mi``)."""
+    exact = format_bytes(value)
+    if len(exact) <= 6:
+        return exact
+    for suffix, size in _BINARY_UNITS:
+        if value >= size:
+            return f"{value / size:.1f}".removesuffix(".0") + suffix
+    return exact

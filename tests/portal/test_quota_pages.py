@@ -57,9 +57,10 @@ def test_the_quotas_page_shows_usage_held_in_flight_and_limit_for_each_measure(
     response = client_as(bob).get("/tenants/team-a/quotas/")
     assert response.status_code == 200
     content = response.content.decode()
-    # 2 × 81559Mi H100s held; 80Gi in flight.
+    # 2 × 81559Mi H100s held (163118Mi, read as 159.3Gi; exact in the tooltip); 80Gi in flight.
     assert _cell(content, "usage-devices") == "2 + 1 in flight / 8"
-    assert _cell(content, "usage-memory") == "163118Mi + 80Gi in flight / 640Gi"
+    assert _cell(content, "usage-memory") == "159.3Gi + 80Gi in flight / 640Gi"
+    assert 'title="163118Mi"' in content
     assert _cell(content, "usage-claims") == "2 + 1 in flight / 4"
     assert _cell(content, "quota-lease") == "7d"
     assert 'style="width: 25%"' in content  # 2 of 8 devices held
@@ -72,7 +73,8 @@ def test_the_tenant_page_shows_limits_as_quantities_and_usage_bars(client_as, al
     assert "640Gi" in content and "7d" in content
     assert str(640 * GIB) not in content
     assert 'data-testid="quota-usage"' in content
-    assert "163118Mi + 80Gi in flight of 640Gi" in re.sub(r"\s+", " ", content)
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", content))
+    assert "159.3Gi + 80Gi in flight of 640Gi" in text
 
 
 def test_a_class_held_without_a_quota_shows_a_limit_of_nothing(client_as, alice, team_a):

@@ -9,24 +9,44 @@ starts one watcher thread per kind; then serves the portal.
 
 from __future__ import annotations
 
+import datetime as dt
+import logging
 import threading
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from claims.models import AllocationMode, ClassPolicy
-from claims.services import save_class_policy
+from claims.models import AllocationMode, ClaimRequest, ClassPolicy
+from claims.services import save_class_policy, submit_request
+from claims.specs import ClaimInput, SpecErrors
+from devices.models import DeviceClass
 from home.scheduler import start_simulated_scheduler
 from mirror.watchers import start_embedded_watchers
+from portal.models import Tenant
+from portal.services.tenants import save_tenant
+
+logger = logging.getLogger(__name__)
 
 FIXTURES = Path(settings.BASE_DIR) / "devices" / "fixtures"
 # Namespaces and nodes first, so they keep their labels when the claims and slices arrive.
 FIXTURE_ORDER = ["namespaces.json", "nodes.json"]
 
+
+# A request beyond team-a's approval threshold (leases over 3 days): it waits for alice, and
+# fits the quota, so she can approve it.
+DEMO_PENDING = ClaimInput(
+    namespace="gpu-test1",
+    name="long-training",
+    device_class_name="gpu.nvidia.com",
+    count=3,
+    lease=dt.timedelta(days=5),
+)
+DEMO_PENDING_KEY = "demo-pending-approval"
 
 DEMO_CLASS_POLICIES = [
     ("gpu.nvidia.com", AllocationMode.RESERVATION),
@@ -55,6 +75,9 @@ class Command(BaseCommand):
                 "with the portal's allocator and binds pods (not a real kube-scheduler)."
             )
         start_embedded_watchers(stop)
+        threading.Thread(
+            target=self._seed_governance, args=(stop,), daemon=True, name="demo-governance"
+        ).start()
         self.stdout.write(
             self.style.SUCCESS(
                 f"Watching {settings.KUBE_API_SERVER or settings.KUBECONFIG}; the portal is at "
@@ -75,6 +98,34 @@ class Command(BaseCommand):
                 save_class_policy(actor=AnonymousUser(), device_class_name=device_class, mode=mode)
         modes = ", ".join(f"{name}: {mode}" for name, mode in DEMO_CLASS_POLICIES)
         self.stdout.write(f"Allocation modes by device class ({modes}); others: scheduler.")
+
+    def _seed_governance(self, stop: threading.Event) -> None:
+        """Once the mirror holds the device classes: team-a's ResourceQuota backstop on, and
+        one request waiting for approval (bob's). Both are idempotent across restarts."""
+        for _ in range(120):
+            if stop.is_set():
+                return
+            if DeviceClass.objects.filter(name=DEMO_PENDING.device_class_name).exists():
+                break
+            stop.wait(0.5)
+        else:
+            logger.warning("The demo's device classes never arrived; nothing pending is seeded.")
+            return
+        try:
+            team_a = Tenant.objects.get(slug="team-a")
+            if not team_a.resource_quota_backstop:
+                save_tenant(actor=None, tenant=team_a, resource_quota_backstop=True)
+            bob = get_user_model().objects.get(username="bob")
+            if not ClaimRequest.objects.filter(idempotency_key=DEMO_PENDING_KEY).exists():
+                request = submit_request(
+                    user=bob, claim=DEMO_PENDING, idempotency_key=DEMO_PENDING_KEY
+                )
+                self.stdout.write(
+                    f"Bob asked for 3 H100s for 5 days: {request.get_state_display().lower()} "
+                    "(sign in as alice and open Approvals)."
+                )
+        except SpecErrors as error:
+            logger.warning("The demo's pending request was refused: %s", error.errors)
 
     def _start_emulator(self, port: int) -> str:
         """Starts the demo cluster; returns its URL (also set as ``KUBE_API_SERVER``)."""

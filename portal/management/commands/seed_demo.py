@@ -39,6 +39,15 @@ TENANTS: list[dict[str, Any]] = [
             ("gpu.nvidia.com", 8, 640 * GIB, 6, dt.timedelta(days=7)),
             ("mig.nvidia.com", 16, 160 * GIB, 8, dt.timedelta(days=3)),
         ],
+        # Whole H100s: more than 4 at once, or for longer than 3 days, or over the quota, wait
+        # for alice (the demo submits one such request from bob).
+        "approval": {
+            "gpu.nvidia.com": {
+                "approve_above_devices": 4,
+                "approve_above_lease": dt.timedelta(days=3),
+                "approve_over_quota": True,
+            }
+        },
     },
     {
         "name": "Team B",
@@ -80,6 +89,7 @@ class Command(BaseCommand):
                         max_device_memory=memory,
                         max_claims=claims,
                         max_lease=lease,
+                        **spec.get("approval", {}).get(device_class, {}),
                     )
                 tenants[spec["slug"]] = tenant
             for username, full_name, staff, tenant_slug, role in PERSONAS:
