@@ -39,5 +39,8 @@ app.conf.beat_schedule = {
     "expire-claim-leases": {"task": "claims.expire_leases", "schedule": 60.0},
     "sync-claim-requests": {"task": "claims.sync_requests", "schedule": 15.0},
     "resume-claim-requests": {"task": "claims.resume_requests", "schedule": 30.0},
+    "notify-lease-expiring": {"task": "notifications.lease_expiring", "schedule": 300.0},
+    "notify-quota-high": {"task": "notifications.quota_high", "schedule": 300.0},
+    "retry-webhooks": {"task": "notifications.retry_webhooks", "schedule": 30.0},
 }
 app.autodiscover_tasks()
