@@ -262,8 +262,8 @@ def notify_request_event(request: ClaimRequest, event: Event, reason: str = "") 
 
 
 def lease_lead() -> timedelta:
-    """``settings.NOTIFY_LEASE_LEAD`` (e.g. ``24h``, ``2d``); 24 hours when it is not a
-    duration."""
+    """``settings.NOTIFY_LEASE_LEAD``: a duration, or its text (``24h``, ``2d``); 24 hours
+    when the text is not a duration (the settings module refuses one at start-up)."""
     lead = settings.NOTIFY_LEASE_LEAD
     if isinstance(lead, timedelta):
         return lead

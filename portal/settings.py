@@ -17,6 +17,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from portal.durations import DurationError, parse_duration
 from portal.environment import env_bool, env_int, env_list, env_secret, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -301,7 +302,10 @@ DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "DRA Portal <dra-portal@local
 PORTAL_URL = env_str("PORTAL_URL", "http://localhost:8000").rstrip("/")
 # Notifications: how long before a lease ends its owner is told (e.g. 24h, 2d, PT12H); the
 # usage share (percent of any quota limit) that counts as "quota high"; webhook timeout.
-NOTIFY_LEASE_LEAD = env_str("NOTIFY_LEASE_LEAD", "24h")
+try:
+    NOTIFY_LEASE_LEAD = parse_duration(env_str("NOTIFY_LEASE_LEAD", "24h"))
+except DurationError as error:
+    raise ImproperlyConfigured(f"NOTIFY_LEASE_LEAD: {error}") from None
 NOTIFY_QUOTA_HIGH_PERCENT = env_int("NOTIFY_QUOTA_HIGH_PERCENT", 90)
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 5)
 
