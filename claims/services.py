@@ -39,6 +39,7 @@ from portal.services.audit import record_event
 
 __all__ = [
     "ADMIN_ACCESS_LABEL",
+    "FORCED_RELEASE_REASON",
     "QuotaExceeded",
     "delete_class_policy",
     "enqueue",
@@ -55,6 +56,8 @@ __all__ = [
 
 ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
 APPLY_TASK = "claims.apply_request"
+# The reason a portal admin's forced release records (notifications call it a reclaim).
+FORCED_RELEASE_REASON = "release forced by a portal admin"
 RELEASE_TASK = "claims.release_request"
 # SQLite has no row locks: the embedded mode serialises submissions in the process instead.
 _SUBMIT_LOCK = threading.Lock()
@@ -431,7 +434,7 @@ def release_request(
         ClaimRequest.State.RELEASING,
         expect=[s for s in ClaimRequest.ACTIVE_STATES if s != ClaimRequest.State.RELEASING],
         actor=actor,
-        reason="released by its owner" if not force else "release forced by a portal admin",
+        reason="released by its owner" if not force else FORCED_RELEASE_REASON,
     ):
         enqueue(RELEASE_TASK, request.pk)
     return request

@@ -45,6 +45,7 @@ urlpatterns = [
     path("", include("devices.urls")),
     path("", include("claims.urls")),
     path("", include("mirror.urls")),
+    path("", include("notifications.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include("home.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

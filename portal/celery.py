@@ -42,5 +42,8 @@ app.conf.beat_schedule = {
     "resume-claim-requests": {"task": "claims.resume_requests", "schedule": 30.0},
     # Record drift of the ResourceQuota backstops (shown, repaired only on request).
     "check-backstops": {"task": "mirror.check_backstops", "schedule": 300.0},
+    "notify-lease-expiring": {"task": "notifications.lease_expiring", "schedule": 300.0},
+    "notify-quota-high": {"task": "notifications.quota_high", "schedule": 300.0},
+    "retry-webhooks": {"task": "notifications.retry_webhooks", "schedule": 30.0},
 }
 app.autodiscover_tasks()

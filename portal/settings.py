@@ -79,6 +79,7 @@ INSTALLED_APPS = [
     "devices",
     "claims",
     "mirror",
+    "notifications",
     "home",
 ]
 
@@ -286,6 +287,32 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_RESULT_EXPIRES = timedelta(days=1)
+
+# Email (notifications): SMTP when EMAIL_HOST is set, else printed to the console (the demo).
+EMAIL_HOST = env_str("EMAIL_HOST")
+EMAIL_PORT = env_int("EMAIL_PORT", 587)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_secret("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=EMAIL_PORT == 587)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", default=EMAIL_PORT == 465)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend",
+)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "DRA Portal <dra-portal@localhost>")
+# Links in emails and webhooks point here (no request to build them from in a beat task).
+PORTAL_URL = env_str("PORTAL_URL", "http://localhost:8000").rstrip("/")
+# Notifications: how long before a lease ends its owner is told (e.g. 24h, 2d, PT12H); the
+# usage share (percent of any quota limit) that counts as "quota high"; webhook timeout.
+try:
+    NOTIFY_LEASE_LEAD = parse_duration(env_str("NOTIFY_LEASE_LEAD", "24h"))
+except DurationError as error:
+    raise ImproperlyConfigured(f"NOTIFY_LEASE_LEAD: {error}") from None
+NOTIFY_QUOTA_HIGH_PERCENT = env_int("NOTIFY_QUOTA_HIGH_PERCENT", 90)
+WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 5)
 
 LOGGING = {
     "version": 1,

@@ -1,0 +1,31 @@
+"""The events a user or a tenant's webhook can be told about."""
+
+from __future__ import annotations
+
+from django.db import models
+
+__all__ = ["Event"]
+
+
+class Event(models.TextChoices):
+    REQUEST_APPROVED = "request_approved", "Request approved"
+    REQUEST_DENIED = "request_denied", "Request denied"
+    REQUEST_FAILED = "request_failed", "Request failed"
+    LEASE_EXPIRING = "lease_expiring", "Lease expiring"
+    CLAIM_RECLAIMED = "claim_reclaimed", "Claim reclaimed"
+    QUOTA_HIGH = "quota_high", "Quota almost used up"
+
+    @property
+    def description(self) -> str:
+        return _DESCRIPTIONS[self]
+
+
+_DESCRIPTIONS = {
+    Event.REQUEST_APPROVED: "A claim request of yours that waited for approval was approved.",
+    Event.REQUEST_DENIED: "A claim request of yours that waited for approval was denied.",
+    Event.REQUEST_FAILED: "A claim request of yours could not be applied to the cluster.",
+    Event.LEASE_EXPIRING: "The lease of one of your claims ends soon (renew it to keep it).",
+    Event.CLAIM_RECLAIMED: "A claim of yours was taken back: its lease ended or an admin "
+    "forced its release.",
+    Event.QUOTA_HIGH: "A tenant you administer uses 90 % or more of a quota limit.",
+}

@@ -1,0 +1,438 @@
+"""The write paths of notifications (STYLE §4): preferences, the fan-out of one notice to its
+recipients, the beat checks (leases ending, quotas nearly used up) and a tenant's webhook.
+
+A notice is recorded once per recipient and channel (``Notification.dedupe_key``) and sent by a
+Celery task enqueued once the recording commits: email to the users who want it (no row for
+those who opted out), a signed delivery to the tenant's webhook when it has one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from celery import current_app
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from claims.models import ClaimRequest
+from claims.quota import QuotaCheck, quota_report
+from claims.services import FORCED_RELEASE_REASON
+from notifications.models import (
+    TEST_EVENT,
+    Event,
+    Notification,
+    NotificationPreference,
+    QuotaAlarm,
+    WebhookDelivery,
+)
+from notifications.webhooks import check_webhook_url, new_secret, queue_delivery
+from portal.durations import DurationError, format_duration, parse_duration
+from portal.models import Membership, Tenant
+from portal.services.tenants import save_tenant
+
+__all__ = [
+    "Notice",
+    "event_for_transition",
+    "lease_lead",
+    "notify",
+    "notify_expiring_leases",
+    "notify_high_quotas",
+    "notify_request_event",
+    "remove_webhook",
+    "rotate_webhook_secret",
+    "save_preferences",
+    "send_test_event",
+    "set_webhook_url",
+]
+
+EMAIL_TASK = "notifications.send_email"
+WEBHOOK_TASK = "notifications.deliver_webhook"
+# claims.services.release_request's reason when a portal admin forces a release.
+State = ClaimRequest.State
+
+
+def _enqueue(task_name: str, object_id: Any) -> None:
+    """Queue a task by name once the transaction commits (the tasks import this module)."""
+    transaction.on_commit(lambda: current_app.tasks[task_name].delay(str(object_id)))
+
+
+def _link(path: str) -> str:
+    return f"{settings.PORTAL_URL}{path}"
+
+
+# -- preferences ------------------------------------------------------------------------------
+
+
+def save_preferences(*, user: AbstractBaseUser, email: Mapping[str, bool]) -> dict[Event, bool]:
+    """Makes ``email`` (event → wanted; an event left out is off) the user's email choices."""
+    with transaction.atomic():
+        for event in Event:
+            NotificationPreference.objects.update_or_create(
+                user=user, event=event, defaults={"email": bool(email.get(event.value, False))}
+            )
+    return NotificationPreference.objects.email_choices(user)
+
+
+# -- the fan-out ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Notice:
+    """One occurrence of an event. ``key`` names the occurrence (the same situation seen twice
+    has the same key); ``data`` is the webhook payload's ``data``."""
+
+    event: Event
+    key: str
+    subject: str
+    lines: list[str]
+    path: str = ""
+    object_type: str = ""
+    object_id: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+def _email_body(notice: Notice, user: AbstractBaseUser) -> str:
+    name = getattr(user, "first_name", "") or user.get_username()
+    parts = [f"Hello {name},", "", *notice.lines]
+    if notice.path:
+        parts += ["", _link(notice.path)]
+    parts += [
+        "",
+        "-- ",
+        "DRA Portal. Choose which notifications you get by email: "
+        + _link(reverse("notification-preferences")),
+    ]
+    return "\n".join(parts)
+
+
+def _record(**values: Any) -> Notification | None:
+    """Creates the notification unless its dedupe key exists (answers None then)."""
+    try:
+        with transaction.atomic():
+            return Notification.objects.create(**values)
+    except IntegrityError:
+        return None
+
+
+def notify(
+    notice: Notice, *, tenant: Tenant, users: Iterable[AbstractBaseUser]
+) -> list[Notification]:
+    """Records ``notice`` for each of ``users`` who wants it by email and for the tenant's
+    webhook, and enqueues sending them on commit. Answers the notifications new this time:
+    none when the notice was recorded before."""
+    opted_out = set(
+        NotificationPreference.objects.opted_out(notice.event).values_list("user_id", flat=True)
+    )
+    common = {
+        "event": notice.event,
+        "object_type": notice.object_type,
+        "object_id": notice.object_id,
+        "subject": notice.subject[:200],
+        "url": _link(notice.path) if notice.path else "",
+    }
+    recorded: list[Notification] = []
+    with transaction.atomic():
+        for user in {user.pk: user for user in users}.values():
+            if user.pk in opted_out or not user.is_active:
+                continue
+            email = getattr(user, "email", "")
+            notification = _record(
+                **common,
+                channel=Notification.Channel.EMAIL,
+                user=user,
+                body=_email_body(notice, user),
+                dedupe_key=f"{notice.key}:email:{user.pk}",
+                error="" if email else "Not sent: the user has no email address.",
+            )
+            if notification is not None:
+                recorded.append(notification)
+                if email:
+                    _enqueue(EMAIL_TASK, notification.pk)
+        if tenant.webhook_url:
+            notification = _record(
+                **common,
+                channel=Notification.Channel.WEBHOOK,
+                tenant=tenant,
+                body="\n".join(notice.lines),
+                dedupe_key=f"{notice.key}:webhook:{tenant.pk}",
+            )
+            if notification is not None:
+                recorded.append(notification)
+                delivery = queue_delivery(
+                    tenant=tenant,
+                    event=notice.event,
+                    data=notice.data,
+                    notification=notification,
+                )
+                _enqueue(WEBHOOK_TASK, delivery.pk)
+    return recorded
+
+
+# -- claim request events ---------------------------------------------------------------------
+
+
+def event_for_transition(
+    request: ClaimRequest, before: str, after: str, reason: str
+) -> Event | None:
+    """Which event (if any) a request's state change is."""
+    if after == State.DENIED:
+        return Event.REQUEST_DENIED
+    if after == State.SUBMITTED and before == State.PENDING_APPROVAL:
+        return Event.REQUEST_APPROVED
+    if after == State.FAILED:
+        return Event.REQUEST_FAILED
+    if after == State.RELEASING and (request.lease_ended or reason == FORCED_RELEASE_REASON):
+        return Event.CLAIM_RECLAIMED
+    return None
+
+
+def _request_data(request: ClaimRequest) -> dict[str, Any]:
+    return {
+        "request": {
+            "id": str(request.pk),
+            "namespace": request.namespace,
+            "name": request.name,
+            "device_class": request.device_class_name,
+            "state": request.state,
+            "reason": request.reason,
+            "expires_at": request.expires_at.isoformat() if request.expires_at else None,
+            "requested_by": request.requested_by.get_username() if request.requested_by else None,
+            "url": _link(request.get_absolute_url()),
+        }
+    }
+
+
+def _when(moment: datetime) -> str:
+    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def _request_notice(request: ClaimRequest, event: Event, reason: str) -> Notice:
+    claim = f"{request.namespace}/{request.name}"
+    asked = f"{request.count_label} × {request.device_class_name} in {request.namespace}"
+    decided = f" by {request.decided_by.get_username()}" if request.decided_by is not None else ""
+    comment = [f"Comment: {request.decision_comment}"] if request.decision_comment else []
+    if event == Event.REQUEST_APPROVED:
+        subject = f"Claim {claim} approved"
+        lines = [f"Your request for {asked} was approved{decided}; it is being allocated."]
+        lines += comment
+    elif event == Event.REQUEST_DENIED:
+        subject = f"Claim {claim} denied"
+        lines = [f"Your request for {asked} was denied{decided}.", *comment]
+        if reason and not comment:
+            lines.append(f"Reason: {reason}")
+    elif event == Event.REQUEST_FAILED:
+        subject = f"Claim {claim} failed"
+        lines = [f"Your request for {asked} failed.", f"Reason: {reason or 'not given'}"]
+    else:
+        subject = f"Claim {claim} reclaimed"
+        why = "its lease ended" if request.lease_ended else "a portal admin forced its release"
+        lines = [
+            f"Your claim {claim} ({asked}) is being released: {why}.",
+            "Its devices go back to the pool; pods still using it lose them.",
+        ]
+    return Notice(
+        event=event,
+        key=f"{event}:{request.pk}",
+        subject=subject,
+        lines=lines,
+        path=request.get_absolute_url(),
+        object_type="claims.ClaimRequest",
+        object_id=str(request.pk),
+        data={**_request_data(request), "reason": reason},
+    )
+
+
+def notify_request_event(request: ClaimRequest, event: Event, reason: str = "") -> int:
+    """Tells the requester (by email, if they want it) and the tenant's webhook."""
+    users = [request.requested_by] if request.requested_by is not None else []
+    return len(notify(_request_notice(request, event, reason), tenant=request.tenant, users=users))
+
+
+# -- beat: leases ending ----------------------------------------------------------------------
+
+
+def lease_lead() -> timedelta:
+    """``settings.NOTIFY_LEASE_LEAD``: a duration, or its text (``24h``, ``2d``); 24 hours
+    when the text is not a duration (the settings module refuses one at start-up)."""
+    lead = settings.NOTIFY_LEASE_LEAD
+    if isinstance(lead, timedelta):
+        return lead
+    with contextlib.suppress(DurationError):
+        return parse_duration(str(lead))
+    return timedelta(hours=24)
+
+
+def notify_expiring_leases(now: datetime | None = None) -> int:
+    """Beat: owners of active requests whose lease ends within the lead time are told, once
+    per request and expiry time (renewing the lease arms a new notice)."""
+    now = now or timezone.now()
+    sent = 0
+    ending = (
+        ClaimRequest.objects.active()
+        .exclude(state__in=[State.RELEASING, State.PENDING_APPROVAL])
+        .filter(expires_at__gt=now, expires_at__lte=now + lease_lead())
+        .select_related("tenant", "requested_by")
+    )
+    for request in ending:
+        assert request.expires_at is not None
+        claim = f"{request.namespace}/{request.name}"
+        left = format_duration(
+            timedelta(minutes=int((request.expires_at - now).total_seconds() // 60))
+        )
+        notice = Notice(
+            event=Event.LEASE_EXPIRING,
+            key=f"{Event.LEASE_EXPIRING}:{request.pk}:{request.expires_at.isoformat()}",
+            subject=f"Claim {claim}: lease ends in {left}",
+            lines=[
+                f"The lease of your claim {claim} ({request.count_label} × "
+                f"{request.device_class_name}) ends at {_when(request.expires_at)}, in {left}.",
+                "The portal then releases it. Renew it on its page to keep the devices.",
+            ],
+            path=request.get_absolute_url(),
+            object_type="claims.ClaimRequest",
+            object_id=str(request.pk),
+            data=_request_data(request),
+        )
+        users = [request.requested_by] if request.requested_by is not None else []
+        sent += bool(notify(notice, tenant=request.tenant, users=users))
+    return sent
+
+
+# -- beat: quotas nearly used up --------------------------------------------------------------
+
+
+def _gib(value: int) -> str:
+    return f"{value / 2**30:.1f} GiB".replace(".0 GiB", " GiB")
+
+
+def _high_measures(check: QuotaCheck, percent: int) -> list[dict[str, Any]]:
+    """The measures of ``check`` at or above ``percent`` of their limit."""
+    quota, usage = check.quota, check.usage
+    assert quota is not None
+    measures = [
+        ("devices", usage.total_devices, quota.max_devices, str),
+        ("device memory", usage.total_memory_bytes, quota.max_device_memory, _gib),
+        ("claims", usage.total_claims, quota.max_claims, str),
+    ]
+    return [
+        {
+            "measure": name,
+            "used": used,
+            "limit": limit,
+            "percent": round(100 * used / limit),
+            "text": f"{name}: {shown(used)} of {shown(limit)} ({round(100 * used / limit)} %)",
+        }
+        for name, used, limit, shown in measures
+        if limit and used * 100 >= limit * percent
+    ]
+
+
+def _tenant_admins(tenant: Tenant) -> list[AbstractBaseUser]:
+    return list(
+        get_user_model().objects.filter(
+            memberships__tenant=tenant, memberships__role=Membership.Role.TENANT_ADMIN
+        )
+    )
+
+
+def notify_high_quotas() -> int:
+    """Beat: for each tenant and device class with a quota, raise the alarm (one notice to
+    the tenant admins and the webhook) when usage reaches ``NOTIFY_QUOTA_HIGH_PERCENT`` of
+    any limit, and clear it (re-arming the notice) once usage is back below every line."""
+    percent = settings.NOTIFY_QUOTA_HIGH_PERCENT
+    raised = 0
+    for tenant in Tenant.objects.filter(quotas__isnull=False).distinct():
+        for device_class, check in quota_report(tenant).items():
+            if check.quota is None:
+                continue
+            high = _high_measures(check, percent)
+            with transaction.atomic():
+                alarm, _ = QuotaAlarm.objects.select_for_update().get_or_create(
+                    tenant=tenant, device_class_name=device_class
+                )
+                if bool(high) == alarm.is_raised:
+                    continue
+                alarm.is_raised = bool(high)
+                alarm.crossings += bool(high)
+                alarm.save()
+                if not high:
+                    continue
+                notice = Notice(
+                    event=Event.QUOTA_HIGH,
+                    key=f"{Event.QUOTA_HIGH}:{tenant.pk}:{device_class}:{alarm.crossings}",
+                    subject=f"{tenant.name} uses {max(m['percent'] for m in high)} % of its "
+                    f"{device_class} quota",
+                    lines=[
+                        f"{tenant.name} has reached {percent} % of its quota for {device_class}:",
+                        *(f"  {m['text']}" for m in high),
+                        "New claims may not fit. Release unused claims or ask a portal admin "
+                        "for a larger quota.",
+                    ],
+                    path=tenant.get_absolute_url(),
+                    object_type="portal.Quota",
+                    object_id=str(check.quota.pk),
+                    data={
+                        "device_class": device_class,
+                        "threshold_percent": percent,
+                        "measures": [
+                            {k: m[k] for k in ("measure", "used", "limit", "percent")} for m in high
+                        ],
+                        "usage": check.usage.to_json(),
+                    },
+                )
+                notify(notice, tenant=tenant, users=_tenant_admins(tenant))
+                raised += 1
+    return raised
+
+
+# -- a tenant's webhook -----------------------------------------------------------------------
+
+
+def set_webhook_url(*, actor: AbstractBaseUser, tenant: Tenant, url: str) -> tuple[Tenant, str]:
+    """Points the tenant's webhook at ``url`` (http or https only); audited. A webhook without
+    a secret gets one: answers the tenant and the new secret ("" when it kept its own)."""
+    url = url.strip()
+    check_webhook_url(url)
+    secret = "" if tenant.webhook_secret else new_secret()
+    fields: dict[str, Any] = {"webhook_url": url}
+    if secret:
+        fields["webhook_secret"] = secret
+    return save_tenant(actor=actor, tenant=tenant, **fields), secret
+
+
+def rotate_webhook_secret(*, actor: AbstractBaseUser, tenant: Tenant) -> tuple[Tenant, str]:
+    """Gives the tenant a new webhook secret (shown to the caller once); audited."""
+    secret = new_secret()
+    return save_tenant(actor=actor, tenant=tenant, webhook_secret=secret), secret
+
+
+def remove_webhook(*, actor: AbstractBaseUser, tenant: Tenant) -> Tenant:
+    """No more deliveries: the URL and the secret are cleared; audited."""
+    return save_tenant(actor=actor, tenant=tenant, webhook_url="", webhook_secret="")
+
+
+def send_test_event(*, actor: AbstractBaseUser, tenant: Tenant) -> WebhookDelivery:
+    """Queues a ``test`` event to the tenant's webhook (refused when it has none)."""
+    if not tenant.webhook_url:
+        raise ValidationError("This tenant has no webhook yet: save its URL first.")
+    check_webhook_url(tenant.webhook_url)
+    with transaction.atomic():
+        delivery = queue_delivery(
+            tenant=tenant,
+            event=TEST_EVENT,
+            data={
+                "message": "A test event from DRA Portal.",
+                "sent_by": actor.get_username(),
+            },
+        )
+        _enqueue(WEBHOOK_TASK, delivery.pk)
+    return delivery
