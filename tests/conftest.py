@@ -75,6 +75,8 @@ def _private_shared_state(settings):
     settings.WATCHER_LOCK_PREFIX = f"{private}:"
     settings.CLAIMS_INDEX_FRESH_MS = 0  # tests read the index right after changing things
     settings.CLAIMS_PREVIEW_USAGE_SECONDS = 0
+    # Personas get passwords in every test: a deliberately slow hash would dominate the suite.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.CACHES = {
         name: {**config, "KEY_PREFIX": private} for name, config in settings.CACHES.items()
     }
