@@ -214,7 +214,9 @@ def _timeline(claim_request: ClaimRequest, mirrored: ResourceClaim | None) -> li
         events.append(
             {"at": mirrored.created_at, "actor": "cluster", "text": "claim created in the cluster"}
         )
-    events.sort(key=lambda event: event["at"])
+    # The cluster stamps whole seconds: its event goes after the portal's of the same second
+    # (the portal's write caused it), not before them.
+    events.sort(key=lambda event: (event["at"].replace(microsecond=0), event["actor"] == "cluster"))
     return events
 
 
