@@ -19,6 +19,7 @@ from portal.forms import DurationTextField, QuantityField
 from portal.models import ApiToken, AuditEvent, Membership, Quota, Tenant, TenantNamespace
 from portal.services import tenants as tenant_services
 from portal.services.audit import record_event
+from portal.services.tenants import QUOTA_FIELDS
 
 
 class QuotaForm(ModelForm):
@@ -40,18 +41,7 @@ class QuotaForm(ModelForm):
 
     class Meta:
         model = Quota
-        fields = [
-            "tenant",
-            "device_class_name",
-            "max_devices",
-            "max_device_memory",
-            "max_claims",
-            "max_lease",
-            "approve_above_devices",
-            "approve_above_memory",
-            "approve_above_lease",
-            "approve_over_quota",
-        ]
+        fields = ["tenant", *QUOTA_FIELDS]
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()

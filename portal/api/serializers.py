@@ -15,6 +15,7 @@ from portal.models import AuditEvent, Membership, Quota, Tenant
 from portal.quantities import MAX_BYTES, QuantityError, format_bytes, parse_bytes
 from portal.services.tenants import (
     MAX_NAMESPACES_PER_TENANT,
+    QUOTA_FIELDS,
     cluster_device_class_names,
 )
 
@@ -182,15 +183,7 @@ class QuotaSerializer(serializers.ModelSerializer):
         fields = [
             "id",
             "tenant",
-            "device_class_name",
-            "max_devices",
-            "max_device_memory",
-            "max_claims",
-            "max_lease",
-            "approve_above_devices",
-            "approve_above_memory",
-            "approve_above_lease",
-            "approve_over_quota",
+            *QUOTA_FIELDS,
             "device_class_in_cluster",
             "updated_at",
         ]

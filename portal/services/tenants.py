@@ -26,6 +26,7 @@ from portal.signals import namespaces_changed, quotas_changed
 
 __all__ = [
     "LastTenantAdminError",
+    "QUOTA_FIELDS",
     "add_member",
     "cluster_device_class_names",
     "delete_quota",
