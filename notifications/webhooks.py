@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import json
 import logging
 import secrets
+import socket
 import time
 import urllib.error
 import urllib.request
@@ -77,6 +79,31 @@ def check_webhook_url(url: str) -> None:
         )
 
 
+class InternalDestination(ValueError):
+    """The webhook's host is (or resolves to) an address inside the portal's own network."""
+
+
+def check_destination(hostname: str) -> None:
+    """Refuses a host that is or resolves to a loopback, private, link-local (cloud metadata),
+    reserved or multicast address, unless ``WEBHOOK_ALLOW_PRIVATE_ADDRESSES``: a tenant admin
+    must not make the portal's workers probe their own network. (A name that changes its answer
+    between this check and the connection can still slip through; restrict egress as well.)"""
+    if settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES:
+        return
+    try:
+        infos = socket.getaddrinfo(hostname, None, proto=socket.IPPROTO_TCP)
+    except OSError as failure:
+        raise OSError(f"Cannot resolve {hostname}: {failure}") from failure
+    for *_, sockaddr in infos:
+        address = ipaddress.ip_address(str(sockaddr[0]).split("%")[0])
+        if not address.is_global or address.is_multicast:
+            raise InternalDestination(
+                f"{hostname} resolves to {address}, an internal address; webhooks go to "
+                "public receivers (a portal admin can allow internal ones with "
+                "WEBHOOK_ALLOW_PRIVATE_ADDRESSES)."
+            )
+
+
 def sign(secret: str, timestamp: str, body: bytes) -> str:
     """The ``X-DRA-Portal-Signature`` value for ``body`` sent at ``timestamp``."""
     digest = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256)
@@ -114,6 +141,7 @@ _opener = urllib.request.build_opener(_NoRedirects)
 def _post(url: str, body: bytes, headers: dict[str, str]) -> int:
     """POSTs and answers the status code; raises ``OSError`` for network failures."""
     check_webhook_url(url)
+    check_destination(urlsplit(url).hostname or "")
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")  # noqa: S310  (scheme checked above)
     try:
         with _opener.open(request, timeout=settings.WEBHOOK_TIMEOUT_SECONDS) as response:
@@ -143,6 +171,7 @@ def attempt_delivery(delivery_id: Any, *, now: Any = None) -> WebhookDelivery | 
     tenant = delivery.tenant
     status: int | None = None
     error = ""
+    gives_up = False
     if not tenant.webhook_url:
         error = "The tenant has no webhook any more."
     else:
@@ -161,9 +190,11 @@ def attempt_delivery(delivery_id: Any, *, now: Any = None) -> WebhookDelivery | 
             status = _post(tenant.webhook_url, body, headers)
         except ValidationError as invalid:
             error = " ".join(invalid.messages)
+        except InternalDestination as refused:
+            error, gives_up = str(refused), True
         except (OSError, ValueError) as failure:
             error = _describe(failure)
-    _record(delivery, status, error, started=now)
+    _record(delivery, status, error, started=now, refused=gives_up)
     return delivery
 
 
@@ -174,8 +205,16 @@ def _describe(failure: BaseException) -> str:
     return f"Could not connect: {reason}"[:500]
 
 
-def _record(delivery: WebhookDelivery, status: int | None, error: str, *, started: Any) -> None:
-    """The attempt's outcome; the next attempt is timed from this one's start."""
+def _record(
+    delivery: WebhookDelivery,
+    status: int | None,
+    error: str,
+    *,
+    started: Any,
+    refused: bool = False,
+) -> None:
+    """The attempt's outcome; the next attempt is timed from this one's start. ``refused``:
+    the portal would not send it (an internal destination), so it is not retried."""
     State = WebhookDelivery.State
     now = timezone.now()
     delivery.last_status_code = status
@@ -186,8 +225,10 @@ def _record(delivery: WebhookDelivery, status: int | None, error: str, *, starte
         if status is not None:
             error = f"The receiver answered HTTP {status}."
         gives_up = (
-            status is not None and 300 <= status < 500 and status not in RETRYABLE_4XX
-        ) or delivery.tenant.webhook_url == ""
+            refused
+            or (status is not None and 300 <= status < 500 and status not in RETRYABLE_4XX)
+            or delivery.tenant.webhook_url == ""
+        )
         delivery.last_error = error
         if gives_up or delivery.attempts >= MAX_ATTEMPTS:
             delivery.state, delivery.next_attempt_at = State.FAILED, None

@@ -313,6 +313,8 @@ except DurationError as error:
     raise ImproperlyConfigured(f"NOTIFY_LEASE_LEAD: {error}") from None
 NOTIFY_QUOTA_HIGH_PERCENT = env_int("NOTIFY_QUOTA_HIGH_PERCENT", 90)
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 5)
+# Off by default: a tenant's webhook may not point the workers at their own network.
+WEBHOOK_ALLOW_PRIVATE_ADDRESSES = env_bool("WEBHOOK_ALLOW_PRIVATE_ADDRESSES", False)
 
 LOGGING = {
     "version": 1,

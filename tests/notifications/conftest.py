@@ -61,7 +61,9 @@ class Receiver:
 
 
 @pytest.fixture
-def receiver() -> Iterator[Receiver]:
+def receiver(settings) -> Iterator[Receiver]:
+    # It listens on loopback, standing in for a public receiver.
+    settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = True
     state = Receiver(url="")
 
     class Handler(BaseHTTPRequestHandler):

@@ -174,3 +174,27 @@ def test_the_secret_never_appears_in_the_delivery_or_its_notification(
     assert SECRET not in delivery.last_error
     assert SECRET not in team_a_webhook.received[0].body.decode()
     assert not Notification.objects.filter(body__contains=SECRET).exists()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/hook",  # the portal itself
+        "http://169.254.169.254/latest/meta-data/",  # a cloud's metadata service
+        "http://10.0.0.5/hook",
+        "http://[::1]/hook",
+        "http://localhost/hook",
+    ],
+)
+def test_an_internal_destination_is_refused_and_not_retried(
+    url, settings, team_a, root, team_a_webhook, django_capture_on_commit_callbacks
+):
+    settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES = False
+    team_a.webhook_url = url
+    team_a.save()
+    delivery = send_test(team_a, root, django_capture_on_commit_callbacks)
+    assert delivery.state == State.FAILED
+    assert delivery.attempts == 1
+    assert delivery.next_attempt_at is None
+    assert "an internal address" in delivery.last_error and "Not retried" in delivery.last_error
+    assert team_a_webhook.received == []
