@@ -11,7 +11,7 @@ with the usage, limit and room in ``details``; a state that forbids the change â
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.db.models import QuerySet
@@ -25,7 +25,7 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework import exceptions, mixins, status, viewsets
+from rest_framework import exceptions, mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -372,14 +372,27 @@ class ClaimRequestViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
                 if own
                 else "Only the tenant's admins and portal admins approve or deny requests."
             )
-        body = DecisionInputSerializer(data=request.data)
+        decide = approve_request if approve else deny_request
+        return self._change(
+            request,
+            claim_request,
+            DecisionInputSerializer,
+            lambda body: decide(user=request.user, request=claim_request, comment=body["comment"]),
+        )
+
+    def _change(
+        self,
+        request: Request,
+        claim_request: ClaimRequest,
+        body_serializer: type[serializers.Serializer],
+        change: Callable[[dict[str, Any]], object],
+    ) -> Response:
+        """Validate the body, make the change through its service (its refusal answers 409
+        with the fields), answer the request as it is now. Call after the gate."""
+        body = body_serializer(data=request.data)
         body.is_valid(raise_exception=True)
-        comment = body.validated_data["comment"]
         try:
-            if approve:
-                approve_request(user=request.user, request=claim_request, comment=comment)
-            else:
-                deny_request(user=request.user, request=claim_request, comment=comment)
+            change(body.validated_data)
         except SpecErrors as error:
             raise refusal(error) from error
         claim_request.refresh_from_db()
@@ -436,16 +449,14 @@ class ClaimRequestViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def release(self, request: Request, pk: str) -> Response:
         # The gate first: another tenant's request is a 404 whatever the body.
         claim_request = get_request_for_user(request.user, pk, write=True)
-        body = ReleaseInputSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        try:
-            release_request(
-                user=request.user, request=claim_request, force=body.validated_data["force"]
-            )
-        except SpecErrors as error:
-            raise refusal(error) from error
-        claim_request.refresh_from_db()
-        return Response(self.render([claim_request])[0])
+        return self._change(
+            request,
+            claim_request,
+            ReleaseInputSerializer,
+            lambda body: release_request(
+                user=request.user, request=claim_request, force=body["force"]
+            ),
+        )
 
     @extend_schema(
         summary="Renew the lease from now",
@@ -457,16 +468,14 @@ class ClaimRequestViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def renew(self, request: Request, pk: str) -> Response:
         # The gate first: another tenant's request is a 404 whatever the body.
         claim_request = get_request_for_user(request.user, pk, write=True)
-        body = RenewInputSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        try:
-            renew_request(
-                user=request.user, request=claim_request, lease=body.validated_data["lease"]
-            )
-        except SpecErrors as error:
-            raise refusal(error) from error
-        claim_request.refresh_from_db()
-        return Response(self.render([claim_request])[0])
+        return self._change(
+            request,
+            claim_request,
+            RenewInputSerializer,
+            lambda body: renew_request(
+                user=request.user, request=claim_request, lease=body["lease"]
+            ),
+        )
 
     @extend_schema(
         summary="Would it fit? A dry run of a request",
