@@ -1,14 +1,17 @@
-"""Quota under concurrent requests, on PostgreSQL: the tenant's row lock makes check and
-reservation one step, so simultaneous requests can never exceed a quota."""
+"""Quota under concurrency, on PostgreSQL: the tenant's row lock makes check and reservation
+one step, so simultaneous requests — or approvals racing for the last room — can never exceed
+a quota."""
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 from django.db import connection
 
+from claims.approvals import approve_request
 from claims.models import ClaimRequest, ClassPolicy
 from claims.quota import tenant_usage
 from claims.services import QuotaExceeded, submit_request
@@ -33,16 +36,17 @@ def race_tenant(live, bob):
     return tenant
 
 
-def _submit_all(user, claims: list[ClaimInput]) -> Counter:
+def _race(act: Callable[[object], object], items: list, won: str) -> Counter:
+    """Runs ``act`` on every item at once, one thread each; counts the outcomes."""
     outcomes: Counter = Counter()
-    barrier = threading.Barrier(len(claims))
+    barrier = threading.Barrier(len(items))
     lock = threading.Lock()
 
-    def run(claim: ClaimInput) -> None:
+    def run(item: object) -> None:
         barrier.wait()
         try:
-            submit_request(user=user, claim=claim)
-            outcome = "granted"
+            act(item)
+            outcome = won
         except QuotaExceeded:
             outcome = "over quota"
         except SpecErrors as error:
@@ -52,12 +56,16 @@ def _submit_all(user, claims: list[ClaimInput]) -> Counter:
         with lock:
             outcomes[outcome] += 1
 
-    threads = [threading.Thread(target=run, args=(claim,)) for claim in claims]
+    threads = [threading.Thread(target=run, args=(item,)) for item in items]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     return outcomes
+
+
+def _submit_all(user, claims: list[ClaimInput]) -> Counter:
+    return _race(lambda claim: submit_request(user=user, claim=claim), claims, "granted")
 
 
 def test_fifty_simultaneous_requests_against_a_quota_of_eight_grant_exactly_eight(
@@ -119,3 +127,32 @@ def test_two_reservations_racing_for_the_last_free_device_one_wins_the_other_is_
     loser = ClaimRequest.objects.get(tenant=race_tenant, state="failed")
     assert "No devices fit now" in loser.reason
     assert "free" in loser.reason
+
+
+def test_two_approvals_that_each_fit_alone_but_not_together_one_wins(
+    postgres, race_tenant, bob, root
+):
+    race_tenant.requires_approval = True
+    race_tenant.save()
+    Quota.objects.create(tenant=race_tenant, device_class_name="gpu.nvidia.com", max_devices=8)
+    requests = [
+        submit_request(
+            user=bob,
+            claim=ClaimInput(
+                namespace="race", name=f"five-{i}", device_class_name="gpu.nvidia.com", count=5
+            ),
+        )
+        for i in range(2)
+    ]
+    assert {request.state for request in requests} == {ClaimRequest.State.PENDING_APPROVAL}
+    outcomes = _race(
+        lambda request: approve_request(user=root, request=request), requests, "approved"
+    )
+    assert outcomes == Counter({"approved": 1, "over quota": 1})
+    states = Counter(
+        ClaimRequest.objects.filter(tenant=race_tenant).values_list("state", flat=True)
+    )
+    assert states == Counter(
+        {ClaimRequest.State.APPLIED: 1, ClaimRequest.State.PENDING_APPROVAL: 1}
+    )
+    assert tenant_usage(race_tenant)["gpu.nvidia.com"].total_devices == 5
