@@ -3,12 +3,10 @@ gates as the pages (another tenant's request 404, members 403, anonymous 401/403
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 
 from claims.models import ClaimRequest
-from portal.models import Quota
+from tests.claims.conftest import make_pending, policy
 
 pytestmark = pytest.mark.django_db
 State = ClaimRequest.State
@@ -20,27 +18,6 @@ TWO_GPUS = {
     "count": 2,
     "lease": "P2D",
 }
-
-
-def policy(tenant, **fields):
-    Quota.objects.filter(tenant=tenant, device_class_name="gpu.nvidia.com").update(**fields)
-
-
-def make_pending(user, tenant, name="big-run", namespace="gpu-test1", devices=2):
-    return ClaimRequest.objects.create(
-        tenant=tenant,
-        namespace=namespace,
-        name=name,
-        device_class_name="gpu.nvidia.com",
-        mode="scheduler",
-        form={"count": devices},
-        spec={"devices": {"requests": []}},
-        state=State.PENDING_APPROVAL,
-        held_devices=devices,
-        requested_by=user,
-        lease=timedelta(days=2),
-        approval_reasons=["Team A has every request approved."],
-    )
 
 
 def decide(client, request, verb, **body):

@@ -12,29 +12,12 @@ from django.utils import timezone
 from claims.index import reset_index
 from claims.models import ClaimRequest
 from portal.models import Membership, Quota
+from tests.claims.conftest import make_pending
 from tests.factories import MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 State = ClaimRequest.State
 QUEUE = "/approvals/"
-
-
-def make_pending(user, tenant, name="big-run", namespace="gpu-test1", devices=2, **fields):
-    return ClaimRequest.objects.create(
-        tenant=tenant,
-        namespace=namespace,
-        name=name,
-        device_class_name="gpu.nvidia.com",
-        mode="scheduler",
-        form={"count": devices},
-        spec={"devices": {"requests": []}},
-        state=State.PENDING_APPROVAL,
-        held_devices=devices,
-        requested_by=user,
-        lease=timedelta(days=2),
-        approval_reasons=[f"{devices} devices of gpu.nvidia.com: more than 1 needs approval."],
-        **fields,
-    )
 
 
 def approve_url(request):

@@ -17,7 +17,8 @@ from claims.services import QuotaExceeded, release_request, renew_request, submi
 from claims.specs import ClaimInput, SpecErrors
 from mirror.cluster import Kind, NotFound
 from portal.celery import app
-from portal.models import AuditEvent, Membership, Quota
+from portal.models import AuditEvent, Membership
+from tests.claims.conftest import policy
 from tests.factories import MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -40,10 +41,6 @@ def ask(name="job", count=1, lease=None, namespace="gpu-test1"):
         count=count,
         lease=lease,
     )
-
-
-def policy(tenant, **fields):
-    Quota.objects.filter(tenant=tenant, device_class_name="gpu.nvidia.com").update(**fields)
 
 
 def submit(user, *args, **kwargs):
