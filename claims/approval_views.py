@@ -30,12 +30,12 @@ from claims.approvals import (
     pending_for,
 )
 from claims.models import ClaimRequest
-from claims.quota import check_quota
+from claims.quota import ClassUsage, judge_quota, tenant_usage
 from claims.specs import SpecErrors
 from claims.tables import request_state_badge
 from portal.durations import format_duration
 from portal.htmx import render_page, wants_fragment
-from portal.models import Tenant
+from portal.models import Quota, Tenant
 
 __all__ = ["approval_approve", "approval_count", "approval_deny", "approval_list"]
 
@@ -57,11 +57,34 @@ def _forbidden(request: HttpRequest, text: str = NOT_AN_APPROVER) -> HttpRespons
     return render(request, "claims/approval_forbidden.html", {"text": text}, status=403)
 
 
+def _standing(
+    requests: list[ClaimRequest],
+) -> dict[int, tuple[dict[str, ClassUsage], dict[str, Quota]]]:
+    """Per tenant among the pending ``requests``: its usage and quotas by class, each read once
+    whatever the number of requests (one usage count per tenant, one quota query in all)."""
+    tenant_ids = {r.tenant_id for r in requests if r.state == ClaimRequest.State.PENDING_APPROVAL}
+    quotas: dict[int, dict[str, Quota]] = {pk: {} for pk in tenant_ids}
+    for quota in Quota.objects.filter(tenant_id__in=tenant_ids):
+        quotas[quota.tenant_id][quota.device_class_name] = quota
+    tenants = {r.tenant_id: r.tenant for r in requests}
+    return {
+        pk: (
+            tenant_usage(tenants[pk], max_age=settings.CLAIMS_PREVIEW_USAGE_SECONDS),
+            quotas[pk],
+        )
+        for pk in tenant_ids
+    }
+
+
 def approval_row(
-    user: Any, claim_request: ClaimRequest, administered: set[int] | None = None
+    user: Any,
+    claim_request: ClaimRequest,
+    administered: set[int] | None = None,
+    standing: dict[int, tuple[dict[str, ClassUsage], dict[str, Quota]]] | None = None,
 ) -> dict[str, Any]:
     """What the queue shows of one request: for a pending one, its tenant's usage and limit of
-    the class and whether approving it would fit now (advice: approving checks again)."""
+    the class and whether approving it would fit now (advice: approving checks again).
+    ``standing``: :func:`_standing` of the page's requests (read here when not given)."""
     row: dict[str, Any] = {
         "request": claim_request,
         "state_badge": request_state_badge(claim_request),
@@ -70,12 +93,17 @@ def approval_row(
         "lease_text": format_duration(claim_request.lease) if claim_request.lease else "",
     }
     if claim_request.state == ClaimRequest.State.PENDING_APPROVAL:
-        check = check_quota(
+        if standing is None:
+            standing = _standing([claim_request])
+        usage, quotas = standing[claim_request.tenant_id]
+        name = claim_request.device_class_name
+        check = judge_quota(
             claim_request.tenant,
-            claim_request.device_class_name,
+            name,
+            quotas.get(name),
+            usage.get(name, ClassUsage()),
             devices=claim_request.held_devices,
             memory_bytes=claim_request.held_memory_bytes,
-            max_age=settings.CLAIMS_PREVIEW_USAGE_SECONDS,
         )
         row |= {"check": check, "deadline": approval_deadline(claim_request)}
     return row
@@ -100,12 +128,17 @@ def approval_list(request: HttpRequest) -> HttpResponse:
     page = Paginator(pending if tab == "pending" else decided, PER_PAGE).get_page(
         request.GET.get("page")
     )
+    requests_on_page = list(page)
+    standing = _standing(requests_on_page)
     context = {
         "tab": tab,
         "tenants": tenants,
         "tenant": tenant,
         "page": page,
-        "rows": [approval_row(user, claim_request, administered) for claim_request in page],
+        "rows": [
+            approval_row(user, claim_request, administered, standing)
+            for claim_request in requests_on_page
+        ],
         "pending_count": pending.count() if tab == "decided" else page.paginator.count,
         "timeout_text": format_duration(settings.CLAIMS_APPROVAL_TIMEOUT),
     }

@@ -27,6 +27,7 @@ __all__ = [
     "QuotaCheck",
     "approval_reasons",
     "check_quota",
+    "judge_quota",
     "quota_report",
     "tenant_usage",
 ]
@@ -245,6 +246,22 @@ def check_quota(
     transaction that holds the tenant's row lock (``claims.services``)."""
     quota = Quota.objects.filter(tenant=tenant, device_class_name=device_class_name).first()
     usage = tenant_usage(tenant, max_age=max_age).get(device_class_name, ClassUsage())
+    return judge_quota(
+        tenant, device_class_name, quota, usage, devices=devices, memory_bytes=memory_bytes
+    )
+
+
+def judge_quota(
+    tenant: Tenant,
+    device_class_name: str,
+    quota: Quota | None,
+    usage: ClassUsage,
+    *,
+    devices: int,
+    memory_bytes: int,
+) -> QuotaCheck:
+    """:func:`check_quota`'s verdict on a quota and usage the caller already read (a page
+    judging many requests reads each tenant's once)."""
     check = QuotaCheck(quota, usage, devices, memory_bytes)
     if quota is None:
         check.problems.append(

@@ -333,3 +333,19 @@ def test_the_admin_shows_the_approval_and_its_action_approves_through_the_servic
     assert "Approved 1 request(s)." in response.content.decode()
     pending.refresh_from_db()
     assert (pending.state, pending.decided_by) == (State.SUBMITTED, root)
+
+
+def test_the_queue_costs_the_same_queries_with_more_requests(
+    client_as, alice, bob, team_a, django_assert_num_queries
+):
+    client = client_as(alice)
+    make_pending(bob, team_a, "run-a")
+    client.get(QUEUE)  # warm the session and the navigation's cache
+    # session, user, the gate, the tenants she administers, count, page, the page's tenants'
+    # quotas (one query) and their usage (claims, their results, requests: once per tenant)
+    with django_assert_num_queries(10):
+        assert client.get(QUEUE).status_code == 200
+    for index in range(12):
+        make_pending(bob, team_a, f"run-{index:02}")
+    with django_assert_num_queries(10):
+        assert client.get(QUEUE).status_code == 200
