@@ -27,6 +27,7 @@ __all__ = [
     "QuotaCheck",
     "approval_reasons",
     "check_quota",
+    "format_gib",
     "judge_quota",
     "quota_report",
     "tenant_usage",
@@ -230,7 +231,8 @@ class QuotaCheck:
         }
 
 
-def _gib(value: int) -> str:
+def format_gib(value: int) -> str:
+    """Bytes as people read them in messages: ``318.6 GiB``, ``80 GiB``."""
     return f"{value / 2**30:.1f} GiB".replace(".0 GiB", " GiB")
 
 
@@ -280,10 +282,11 @@ def judge_quota(
         and usage.total_memory_bytes + memory_bytes > quota.max_device_memory
     ):
         check.problems.append(
-            f"Device memory: {_gib(usage.total_memory_bytes)} of "
-            f"{_gib(quota.max_device_memory)} in use or requested; {_gib(memory_bytes)} more "
-            f"would exceed the quota "
-            f"({_gib(max(0, quota.max_device_memory - usage.total_memory_bytes))} would still fit)."
+            f"Device memory: {format_gib(usage.total_memory_bytes)} of "
+            f"{format_gib(quota.max_device_memory)} in use or requested; "
+            f"{format_gib(memory_bytes)} more would exceed the quota "
+            f"({format_gib(max(0, quota.max_device_memory - usage.total_memory_bytes))} "
+            "would still fit)."
         )
     if quota.max_claims is not None and usage.total_claims + 1 > quota.max_claims:
         check.problems.append(
@@ -330,8 +333,8 @@ def approval_reasons(
         )
     if quota.approve_above_memory is not None and memory_bytes > quota.approve_above_memory:
         reasons.append(
-            f"{_gib(memory_bytes)} of device memory: more than "
-            f"{_gib(quota.approve_above_memory)} needs approval."
+            f"{format_gib(memory_bytes)} of device memory: more than "
+            f"{format_gib(quota.approve_above_memory)} needs approval."
         )
     if quota.approve_above_lease is not None and (
         lease is None or lease > quota.approve_above_lease

@@ -24,7 +24,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from claims.models import ClaimRequest
-from claims.quota import QuotaCheck, quota_report
+from claims.quota import QuotaCheck, format_gib, quota_report
 from claims.services import FORCED_RELEASE_REASON
 from notifications.models import (
     TEST_EVENT,
@@ -310,17 +310,13 @@ def notify_expiring_leases(now: datetime | None = None) -> int:
 # -- beat: quotas nearly used up --------------------------------------------------------------
 
 
-def _gib(value: int) -> str:
-    return f"{value / 2**30:.1f} GiB".replace(".0 GiB", " GiB")
-
-
 def _high_measures(check: QuotaCheck, percent: int) -> list[dict[str, Any]]:
     """The measures of ``check`` at or above ``percent`` of their limit."""
     quota, usage = check.quota, check.usage
     assert quota is not None
     measures = [
         ("devices", usage.total_devices, quota.max_devices, str),
-        ("device memory", usage.total_memory_bytes, quota.max_device_memory, _gib),
+        ("device memory", usage.total_memory_bytes, quota.max_device_memory, format_gib),
         ("claims", usage.total_claims, quota.max_claims, str),
     ]
     return [
