@@ -1,5 +1,5 @@
-"""ResourceClaims and templates mirrored from the cluster, the portal's claim requests, and the
-history of allocations."""
+"""ResourceClaims and templates mirrored from the cluster, the portal's claim requests, the
+history of allocations and the utilisation of what claims held."""
 
 from claims.models.allocation_records import (
     AllocationRecord,
@@ -20,6 +20,7 @@ from claims.models.resource_claims import (
     ClaimConsumer,
     ResourceClaim,
 )
+from claims.models.usage_rollups import UsageRollup, UsageRollupQuerySet
 
 __all__ = [
     "REQUEST_ID_LABEL",
@@ -35,5 +36,7 @@ __all__ = [
     "ClassPolicy",
     "ResourceClaim",
     "ResourceClaimTemplate",
+    "UsageRollup",
+    "UsageRollupQuerySet",
     "request_device_classes",
 ]
