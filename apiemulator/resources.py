@@ -24,6 +24,9 @@ class Resource:
     reset_status_on_create: bool = False  # the real strategy drops .status on create
     binding_subresource: bool = False  # pods/binding: POST a Binding to assign a node
     immutable_spec: bool = False
+    # Spec fields an update may not change, as the real validation refuses them (a slice's
+    # driver and node: ``ValidateResourceSliceUpdate``).
+    immutable_fields: tuple[str, ...] = ()
     field_selectors: tuple[str, ...] = ()
     short_names: tuple[str, ...] = ()
 
@@ -65,6 +68,7 @@ RESOURCES: dict[tuple[str, str], Resource] = {
             "v1",
             False,
             field_selectors=("spec.nodeName", "spec.driver"),
+            immutable_fields=("nodeName", "driver"),
         ),
         Resource(
             "resourceclaims",

@@ -556,6 +556,7 @@ class Store:
                 raise ApiError.invalid(
                     resource.kind, name, "spec: Invalid value: field is immutable"
                 )
+            _check_immutable_fields(resource, name, old_obj, result)
             if _content(result) != _content(old_obj):
                 meta["generation"] = int(old_meta.get("generation") or 0) + 1
         result["metadata"]["resourceVersion"] = old_meta.get("resourceVersion")
@@ -858,6 +859,22 @@ class Store:
         with self.lock:
             entries = sorted(self.objects[resource].items())
         return [copy.deepcopy(e.document()) for _, e in entries]
+
+
+def _check_immutable_fields(
+    resource: Resource, name: str, old: dict[str, Any], new: dict[str, Any]
+) -> None:
+    """Refuses an update that changes one of ``resource.immutable_fields`` of the spec, with
+    every offending field named as the real server lists them (in brackets when several)."""
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    problems = [
+        f"spec.{field}: Invalid value: {json.dumps(new_spec.get(field, ''))}: field is immutable"
+        for field in resource.immutable_fields
+        if new_spec.get(field, "") != old_spec.get(field, "")
+    ]
+    if problems:
+        message = problems[0] if len(problems) == 1 else f"[{', '.join(problems)}]"
+        raise ApiError.invalid(resource.kind, name, message)
 
 
 def _check_allocation_unchanged(name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
