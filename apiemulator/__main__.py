@@ -39,6 +39,13 @@ def main(argv: list[str] | None = None) -> int:
         "--cluster-uid",
         help="uid of the kube-system namespace, the cluster's identity (random by default)",
     )
+    parser.add_argument(
+        "--gc-interval",
+        type=float,
+        default=2.0,
+        help="seconds between garbage-collector passes (deletes objects whose owners are "
+        "gone; 0 turns it off)",
+    )
     parser.add_argument("--verbose", action="store_true", help="log every request")
     args = parser.parse_args(argv)
 
@@ -49,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         bookmark_interval=args.bookmark_interval,
         initial_resource_version=args.initial_resource_version,
         cluster_uid=args.cluster_uid,
+        garbage_collection_interval=args.gc_interval or None,
         verbose=args.verbose,
     )
     loaded = emulator.load_files(*args.fixtures) if args.fixtures else 0

@@ -48,13 +48,17 @@ class Emulator:
         system_namespaces: bool = True,
         initial_resource_version: int = 0,
         cluster_uid: str | None = None,
+        garbage_collection_interval: float | None = 2.0,
         verbose: bool = False,
     ) -> None:
         """``initial_resource_version`` starts the history there (a restarted cluster may
         start below what its clients saw); ``cluster_uid`` is the uid of ``kube-system``, the
         cluster's identity (random unless given; keep it to emulate the same cluster).
         ``version`` is what ``/version`` reports (``"1.35"`` or ``"v1.35.2"``); by default the
-        newest Kubernetes the allocator knows (``dra.features.NEWEST_VERSION``)."""
+        newest Kubernetes the allocator knows (``dra.features.NEWEST_VERSION``).
+        ``garbage_collection_interval``: seconds between passes of the garbage collector that
+        deletes objects whose owners are gone, as kube-controller-manager's does within
+        seconds (``None``: never; ``collect_garbage()`` runs one pass on demand)."""
         self.host = host
         self.requested_port = port
         self.git_version = _git_version(version)
@@ -68,6 +72,9 @@ class Emulator:
         self._active_watches = 0
         self._server: Server | None = None
         self._thread: threading.Thread | None = None
+        self.garbage_collection_interval = garbage_collection_interval
+        self._collector: threading.Thread | None = None
+        self._stopping = threading.Event()
         self.store = self._new_store(initial_resource_version, cluster_uid)
 
     def _new_store(self, initial_resource_version: int, cluster_uid: str | None) -> Store:
@@ -118,13 +125,34 @@ class Emulator:
                 daemon=True,
             )
             self._thread.start()
+            if self.garbage_collection_interval is not None:
+                self._stopping.clear()
+                self._collector = threading.Thread(
+                    target=self._collect_garbage_forever,
+                    name=f"apiemulator-gc:{self.port}",
+                    daemon=True,
+                )
+                self._collector.start()
         return self
+
+    def collect_garbage(self) -> list[tuple[str, str, str]]:
+        """One garbage-collection pass now: ``(kind, namespace, name)`` of what it deleted."""
+        return self.store.collect_garbage()
+
+    def _collect_garbage_forever(self) -> None:
+        interval = max(float(self.garbage_collection_interval or 0), 0.05)
+        while not self._stopping.wait(interval):
+            self.collect_garbage()
 
     def stop(self) -> None:
         """Stop serving: end every watch stream, close connections, join handler threads."""
         server, self._server = self._server, None
         if server is None:
             return
+        self._stopping.set()
+        if self._collector is not None:
+            self._collector.join(5.0)
+            self._collector = None
         self.store.close()
         server.shutdown()
         server.close_connections()

@@ -834,6 +834,50 @@ class Store:
                 meta["uid"] = owner["uid"]
         self.create(resource, None, {"metadata": meta}, keep_identity=True)
 
+    def collect_garbage(self) -> list[tuple[str, str, str]]:
+        """One pass of kube-controller-manager's garbage collector, background propagation:
+        an object whose every owner is gone is deleted (its finalizers still honoured, so it
+        may only get a ``deletionTimestamp``). An owner is gone when no object of its kind,
+        in the dependent's namespace (or cluster-scoped), carries its uid: a re-created owner
+        of the same name does not adopt the old dependents. Owners of kinds this server does
+        not serve (ReplicaSet, DaemonSet, ...) cannot be looked up and count as present.
+        Returns ``(kind, namespace, name)`` of what it deleted."""
+        deleted: list[tuple[str, str, str]] = []
+        with self.lock:
+            uids = {
+                resource.kind: {
+                    (key[0], str(entry.obj["metadata"].get("uid") or ""))
+                    for key, entry in objects.items()
+                }
+                for resource, objects in self.objects.items()
+            }
+            orphans: list[tuple[Resource, str, str]] = []
+            for resource, objects in self.objects.items():
+                for (namespace, name), entry in objects.items():
+                    meta = entry.obj["metadata"]
+                    owners = meta.get("ownerReferences") or []
+                    if not owners or meta.get("deletionTimestamp"):
+                        continue
+                    if not any(self._owner_present(owner, namespace, uids) for owner in owners):
+                        orphans.append((resource, namespace, name))
+            for resource, namespace, name in orphans:
+                try:
+                    self.delete(resource, namespace or None, name)
+                except ApiError:
+                    continue
+                deleted.append((resource.kind, namespace, name))
+        return deleted
+
+    @staticmethod
+    def _owner_present(
+        owner: dict[str, Any], namespace: str, uids: dict[str, set[tuple[str, str]]]
+    ) -> bool:
+        kind = owner.get("kind")
+        if not isinstance(kind, str) or kind not in by_kind:
+            return True
+        scope = namespace if by_kind[kind].namespaced else ""
+        return (scope, str(owner.get("uid") or "")) in uids.get(kind, set())
+
     def compact(self) -> int:
         """Forget all history: watches and continue tokens older than now get 410."""
         with self.cond:
