@@ -27,7 +27,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--kubeconfig", help="write a kubeconfig for the emulator to this file")
     parser.add_argument(
-        "--bookmark-interval", type=float, default=10.0, help="seconds between watch bookmarks"
+        "--bookmark-interval",
+        type=float,
+        default=60.0,
+        help="seconds between watch bookmarks (60, as kube-apiserver; one more comes 2 s before "
+        "a watch times out)",
     )
     parser.add_argument(
         "--initial-resource-version",

@@ -66,6 +66,7 @@ _PATCH_TYPES = {
     "application/json-patch+json": "json",
     "application/apply-patch+yaml": "apply",
 }
+_CLOSING_BOOKMARK_LEAD = 2.0  # seconds before timeoutSeconds
 _DEFAULT_WATCH_TIMEOUT = 1800.0
 _REASONS = {
     400: "BadRequest",
@@ -438,6 +439,12 @@ class Handler(BaseHTTPRequestHandler):
             if query.get("sendInitialEvents") == "true" and bookmarks:
                 self._chunk(self._bookmark(resource, pos, initial_end=True))
             next_bookmark = time.monotonic() + emulator.bookmark_interval
+            # kube-apiserver also sends one bookmark shortly before the watch times out, so a
+            # client resumes from a fresh resourceVersion; none when the watch closes.
+            closing_bookmark = deadline - _CLOSING_BOOKMARK_LEAD
+            if closing_bookmark < next_bookmark:
+                next_bookmark = max(closing_bookmark, time.monotonic())
+                closing_bookmark = float("inf")
             while True:
                 now = time.monotonic()
                 if now >= deadline:
@@ -470,8 +477,9 @@ class Handler(BaseHTTPRequestHandler):
                 if bookmarks and time.monotonic() >= next_bookmark and pos <= store.rv:
                     self._chunk(self._bookmark(resource, pos))
                     next_bookmark = time.monotonic() + emulator.bookmark_interval
-            if bookmarks and pos <= store.rv:
-                self._chunk(self._bookmark(resource, pos))
+                    if closing_bookmark < next_bookmark:
+                        next_bookmark = max(closing_bookmark, time.monotonic())
+                        closing_bookmark = float("inf")
             self.wfile.write(b"0\r\n\r\n")
         except WatchClosed as exc:
             if exc.clean:

@@ -42,7 +42,7 @@ class Emulator:
         port: int = 0,
         *,
         version: str | None = None,
-        bookmark_interval: float = 10.0,
+        bookmark_interval: float = 60.0,
         history_limit: int | None = 500_000,
         require_namespaces: bool = True,
         system_namespaces: bool = True,

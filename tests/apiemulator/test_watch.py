@@ -112,13 +112,30 @@ def test_it_sends_bookmarks_with_the_current_resource_version(cluster: Cluster) 
     events = list(cluster.watch(Kind.RESOURCE_CLAIMS, resource_version=start, timeout_seconds=1))
 
     bookmarks = [e for e in events if e["type"] == "BOOKMARK"]
-    assert len(bookmarks) >= 3  # every 0.2 s, and one as the timeout ends the stream
+    assert len(bookmarks) >= 3  # every 0.2 s
     assert (
         bookmarks[-1]["object"]["metadata"]["resourceVersion"]
         == (latest["metadata"]["resourceVersion"])
     )
     assert bookmarks[0]["object"]["kind"] == "ResourceClaim"
     assert {e["type"] for e in events} == {"BOOKMARK"}
+
+
+def test_by_default_a_quiet_watch_hears_one_bookmark_two_seconds_before_it_times_out() -> None:
+    with (
+        Emulator(port=0) as emulator,
+        Cluster(ClusterConfig(server=emulator.url, read_timeout=10)) as client,
+    ):
+        start = client.list_page(Kind.RESOURCE_CLAIMS)["metadata"]["resourceVersion"]
+        opened = time.monotonic()
+        arrivals = []
+        for event in client.watch(Kind.RESOURCE_CLAIMS, resource_version=start, timeout_seconds=3):
+            arrivals.append((event["type"], time.monotonic() - opened))
+        closed = time.monotonic() - opened
+
+    assert [kind for kind, _ in arrivals] == ["BOOKMARK"]  # none every few seconds, none at close
+    assert 0.7 <= arrivals[0][1] <= 1.8  # timeoutSeconds 3 - 2
+    assert closed >= 2.9
 
 
 def test_timeout_seconds_ends_the_stream_cleanly(cluster: Cluster) -> None:
