@@ -422,6 +422,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
+        # The connection ends with the watch: say so, or a client returns it to its pool
+        # and its next request meets a closed socket ("Remote end closed connection").
+        self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
         emulator._watch_started()

@@ -80,7 +80,8 @@ def unknown_fields(kind: str, obj: Any) -> list[str]:
             node = node.get(part) if isinstance(node, dict) else None
         if not isinstance(node, dict):
             continue
-        for name in [n for n in node if n not in names]:
+        # Strategic-merge-patch directives (``$patch``, ``$setElementOrder/…``) are not fields.
+        for name in [n for n in node if n not in names and not n.startswith("$")]:
             del node[name]
             found.append(f"{path}.{name}" if path else name)
     return found

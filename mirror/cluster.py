@@ -8,7 +8,11 @@ in 37.x they validate bodies against pydantic models that forbid unknown fields
 must keep every field. Watches are parsed line by line from the streamed response (not
 `kubernetes.watch.Watch`, which mishandles ERROR events without deserialization).
 
-Failures become our exceptions: `NotFound`, `AlreadyExists`, `Conflict`, `Gone` (410: relist),
+Writes send `fieldValidation=Strict` (`ClusterConfig.field_validation`): a field the server does
+not know fails the write instead of being dropped silently; other warnings are logged.
+
+Failures become our exceptions: `NotFound`, `AlreadyExists`, `Conflict` (with
+`FieldManagerConflict`: server-side apply met another manager's field), `Gone` (410: relist),
 `Unavailable` (429, 5xx: back off and retry) with its kinds `Unreachable` (no answer at all:
 refused, reset, timed out) and `ResourceVersionTooLarge` (the server has not reached the
 resourceVersion asked for), `Invalid`, `Forbidden`, all subclasses of `ClusterError`.
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import os
 import re
 from collections.abc import Iterator
@@ -39,6 +44,7 @@ __all__ = [
     "ClusterError",
     "ClusterVersion",
     "Conflict",
+    "FieldManagerConflict",
     "Forbidden",
     "Gone",
     "Invalid",
@@ -51,6 +57,8 @@ __all__ = [
     "Unreachable",
     "connect",
 ]
+
+logger = logging.getLogger(__name__)
 
 FIELD_MANAGER = "dra-portal"
 _IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")  # noqa: S105
@@ -91,6 +99,21 @@ class AlreadyExists(ClusterError):
 
 class Conflict(ClusterError):
     """409 Conflict: the object changed since the resourceVersion we sent."""
+
+
+class FieldManagerConflict(Conflict):
+    """409 on server-side apply: another field manager owns a field this apply changes. The
+    message names the manager and the fields; apply again with ``force=True`` only where the
+    portal is meant to own them."""
+
+    @property
+    def fields(self) -> list[str]:
+        causes = ((self.status or {}).get("details") or {}).get("causes") or []
+        return [
+            str(c.get("field") or "")
+            for c in causes
+            if isinstance(c, dict) and c.get("reason") == "FieldManagerConflict"
+        ]
 
 
 class Gone(ClusterError):
@@ -137,11 +160,15 @@ def _error_for(code: int, body: bytes | str | None) -> ClusterError:
 def _error_class(code: int, status: dict[str, Any] | None) -> type[ClusterError]:
     if code == 404:
         return NotFound
+    causes = ((status or {}).get("details") or {}).get("causes") or []
     if code == 409:
-        return AlreadyExists if (status or {}).get("reason") == "AlreadyExists" else Conflict
+        if (status or {}).get("reason") == "AlreadyExists":
+            return AlreadyExists
+        if any(isinstance(c, dict) and c.get("reason") == "FieldManagerConflict" for c in causes):
+            return FieldManagerConflict
+        return Conflict
     if code == 410:
         return Gone
-    causes = ((status or {}).get("details") or {}).get("causes") or []
     if code == 504 and any(
         isinstance(c, dict) and c.get("reason") == "ResourceVersionTooLarge" for c in causes
     ):
@@ -176,6 +203,9 @@ class ClusterConfig:
     read_timeout: float = 30.0
     watch_timeout_margin: float = 15.0  # read timeout of a watch = timeoutSeconds + this
     pool_size: int = 32
+    # Sent as ``fieldValidation`` on every create, update and patch: with "Strict" a field the
+    # server does not know fails the write (400) instead of being dropped with a warning.
+    field_validation: str = "Strict"
 
 
 @dataclass(frozen=True)
@@ -299,6 +329,8 @@ class Cluster:
             finally:
                 response.release_conn()
             raise _error_for(response.status, data)
+        for warning in response.headers.getlist("Warning") if method != "GET" else ():
+            logger.warning("%s %s: the API server warns: %s", method, path, warning)
         return response
 
     def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
@@ -316,6 +348,10 @@ class Cluster:
         if not isinstance(result, dict):
             raise ClusterError(f"{method} {path}: the response is not a JSON object")
         return result
+
+    def _write_query(self) -> list[tuple[str, str]]:
+        validation = self.config.field_validation
+        return [("fieldValidation", validation)] if validation else []
 
     @staticmethod
     def _target(kind: Kind, body: dict[str, Any], namespace: str | None) -> tuple[str, str | None]:
@@ -473,20 +509,21 @@ class Cluster:
                 raise Invalid(f"{info.kind} needs a namespace")
             metadata["namespace"] = namespace
         body = {"apiVersion": info.api_version, "kind": info.kind, **body, "metadata": metadata}
-        return self._json("POST", info.path(namespace), body=body)
+        return self._json("POST", info.path(namespace), query=self._write_query(), body=body)
 
     def replace(self, kind: Kind, body: dict[str, Any]) -> dict[str, Any]:
         """PUT the whole object; a stale metadata.resourceVersion raises `Conflict`."""
         info = KINDS[kind]
         name, namespace = self._target(kind, body, None)
         body = {"apiVersion": info.api_version, "kind": info.kind, **body}
-        return self._json("PUT", info.path(namespace, name), body=body)
+        return self._json("PUT", info.path(namespace, name), query=self._write_query(), body=body)
 
     def replace_status(self, kind: Kind, body: dict[str, Any]) -> dict[str, Any]:
         info = KINDS[kind]
         name, namespace = self._target(kind, body, None)
         body = {"apiVersion": info.api_version, "kind": info.kind, **body}
-        return self._json("PUT", info.path(namespace, name, "status"), body=body)
+        path = info.path(namespace, name, "status")
+        return self._json("PUT", path, query=self._write_query(), body=body)
 
     def patch(
         self,
@@ -547,7 +584,7 @@ class Cluster:
             raise ValueError("a JSON patch is a list of operations")
         if patch_type == "apply" and not field_manager:
             raise ValueError("server-side apply needs a field manager")
-        query: list[tuple[str, str]] = []
+        query = self._write_query()
         if field_manager:
             query.append(("fieldManager", field_manager))
         if force and patch_type == "apply":

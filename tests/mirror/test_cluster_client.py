@@ -22,6 +22,7 @@ from mirror.cluster import (
     ClusterConfig,
     ClusterError,
     Conflict,
+    FieldManagerConflict,
     Forbidden,
     Gone,
     Invalid,
@@ -403,3 +404,41 @@ def test_a_malformed_watch_line_is_unavailable(scripted: Callable[[Script], str]
         pytest.raises(Unavailable, match="malformed watch event"),
     ):
         list(cluster.watch(Kind.NODES, resource_version="1", timeout_seconds=5))
+
+
+def test_writes_are_strict_so_the_server_never_drops_a_field_silently(cluster: Cluster) -> None:
+    body = {"metadata": {"name": "typo", "namespace": "default"}, "spec": {"devics": {}}}
+    with pytest.raises(Invalid, match='strict decoding error: unknown field "spec.devics"'):
+        cluster.create(Kind.RESOURCE_CLAIMS, body)
+    with pytest.raises(NotFound):
+        cluster.get(Kind.RESOURCE_CLAIMS, "typo", "default")
+
+
+def test_a_lenient_client_logs_the_servers_warnings(
+    emulator: Emulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = ClusterConfig(server=emulator.url, field_validation="Warn")
+    body = {"metadata": {"name": "typo", "namespace": "default"}, "spec": {"devics": {}}}
+    with Cluster(config) as lenient, caplog.at_level("WARNING", logger="mirror.cluster"):
+        created = lenient.create(Kind.RESOURCE_CLAIMS, body)
+    assert "devics" not in created["spec"]
+    assert 'the API server warns: 299 - "unknown field \\"spec.devics\\""' in caplog.text
+
+
+def test_an_apply_over_another_managers_field_is_a_field_manager_conflict(
+    cluster: Cluster,
+) -> None:
+    claim = {"metadata": {"name": "c", "namespace": "default", "labels": {"owner": "kubectl"}}}
+    cluster.apply(
+        Kind.RESOURCE_CLAIMS, {**claim, "spec": FUTURE_CLAIM["spec"]}, field_manager="kubectl"
+    )
+    changed = {"metadata": {**claim["metadata"], "labels": {"owner": "portal"}}}
+
+    with pytest.raises(FieldManagerConflict) as conflict:
+        cluster.apply(Kind.RESOURCE_CLAIMS, changed)
+    assert isinstance(conflict.value, Conflict)
+    assert conflict.value.fields == [".metadata.labels.owner"]
+    assert 'conflict with "kubectl"' in conflict.value.message
+
+    forced = cluster.apply(Kind.RESOURCE_CLAIMS, changed, force=True)
+    assert forced["metadata"]["labels"] == {"owner": "portal"}
