@@ -110,9 +110,9 @@ class Server(ThreadingHTTPServer):
                 self.connections.discard(request)
                 self.threads.discard(threading.current_thread())
 
-    def close_connections(self) -> None:
+    def close_connections(self, keep: socket.socket | None = None) -> None:
         with self.conn_lock:
-            connections = list(self.connections)
+            connections = [c for c in self.connections if c is not keep]
         for conn in connections:
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
@@ -578,6 +578,9 @@ class Handler(BaseHTTPRequestHandler):
             start = (options or {}).get("resourceVersion")
             uid = emulator.replace_cluster(resource_version=int(start) if start else None)
             self._send_json(200, {"clusterUID": uid, "resourceVersion": str(emulator.store.rv)})
+        elif action == "restart" and method == "POST":
+            version = emulator.restart(keep=self.connection)
+            self._send_json(200, {"resourceVersion": str(version)})
         elif action == "close-watches" and method == "POST":
             self._send_json(200, {"closed": emulator.close_watches()})
         elif action == "faults" and method == "GET":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 import time
 import uuid
@@ -112,6 +113,18 @@ class Emulator:
         self.store = self._new_store(start, cluster_uid)
         old.close_watches()
         return self.cluster_uid
+
+    def restart(self, *, keep: socket.socket | None = None) -> int:
+        """Emulates a kube-apiserver restart over the same etcd: every object and the
+        resourceVersion counter stay, but the new watch cache knows no history, so a watch
+        or an exact list from any earlier resourceVersion answers 410; every open
+        connection (watches included; but ``keep``, the one asking) is dropped. Returns the
+        resourceVersion it restarted at."""
+        version = self.store.compact()
+        self.store.close_watches()
+        if self._server is not None:
+            self._server.close_connections(keep=keep)
+        return version
 
     # -- lifecycle --------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from apiemulator import Emulator
-from mirror.cluster import Cluster, ClusterConfig, Gone, Kind
+from mirror.cluster import Cluster, ClusterConfig, Gone, Kind, Unavailable
 
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
 
@@ -150,3 +150,27 @@ def _refs(document: Any) -> list[str]:
     if isinstance(document, list):
         return [ref for value in document for ref in _refs(value)]
     return []
+
+
+def test_a_restart_keeps_the_objects_but_answers_410_to_every_earlier_resource_version() -> None:
+    with (
+        Emulator(port=0, bookmark_interval=0.2) as emulator,
+        Cluster(ClusterConfig(server=emulator.url, read_timeout=5)) as client,
+    ):
+        created = client.create(Kind.NAMESPACES, {"metadata": {"name": "kept"}})
+        before = created["metadata"]["resourceVersion"]
+        watch = client.watch(Kind.NAMESPACES, resource_version=before, timeout_seconds=30)
+        assert next(watch)["type"] == "BOOKMARK"  # the watch is open
+        client.create(Kind.NAMESPACES, {"metadata": {"name": "later"}})
+
+        restarted_at = emulator.restart()
+
+        with pytest.raises(Unavailable):  # the open watch is cut off, as by a restart
+            list(watch)
+        assert client.get(Kind.NAMESPACES, "kept")["metadata"]["uid"] == created["metadata"]["uid"]
+        with pytest.raises(Gone):
+            next(client.watch(Kind.NAMESPACES, resource_version=before, timeout_seconds=1))
+        after = client.list_page(Kind.NAMESPACES)["metadata"]["resourceVersion"]
+        assert int(after) == restarted_at
+        events = list(client.watch(Kind.NAMESPACES, resource_version=after, timeout_seconds=1))
+        assert {e["type"] for e in events} <= {"BOOKMARK"}
