@@ -78,6 +78,22 @@ def test_a_compaction_makes_it_relist_and_reconcile_deletes(cluster, emulator):
 
 
 @pytest.mark.django_db
+def test_an_api_server_restart_mid_watch_costs_one_relist_and_loses_nothing(cluster, emulator):
+    reflector = Reflector(Kind.RESOURCE_SLICES, cluster, watch_seconds=5)
+    reflector.backoff.base = 0.01
+    victim = first_slice(cluster)
+
+    def restart() -> None:
+        time.sleep(0.4)  # the reflector is watching
+        cluster.delete(Kind.RESOURCE_SLICES, victim["metadata"]["name"])
+        emulator.restart()  # the delete is history the new watch cache does not have
+
+    run_while(reflector, restart, seconds=2.5)
+    assert mirror_state(Kind.RESOURCE_SLICES) == cluster_state(cluster, Kind.RESOURCE_SLICES)
+    assert not ResourceSlice.objects.filter(uid=victim["metadata"]["uid"]).exists()
+
+
+@pytest.mark.django_db
 def test_it_survives_500s_and_dropped_connections(cluster, emulator):
     reflector = Reflector(Kind.RESOURCE_SLICES, cluster, watch_seconds=1)
     reflector.backoff.base = 0.01
