@@ -31,6 +31,8 @@ from mirror.cluster import (
     Unavailable,
 )
 
+# Fields of resource.k8s.io/v1 at 1.36 that older typed clients lack (consumable capacity,
+# tolerations, constraints across requests): raw JSON carries them untouched.
 FUTURE_CLAIM: dict[str, Any] = {
     "metadata": {"name": "future", "namespace": "default", "labels": {"portal/request": "7"}},
     "spec": {
@@ -38,10 +40,14 @@ FUTURE_CLAIM: dict[str, Any] = {
             "requests": [
                 {
                     "name": "gpu",
-                    "exactly": {"deviceClassName": "gpu.nvidia.com", "futureKnob": {"x": 1}},
+                    "exactly": {
+                        "deviceClassName": "gpu.nvidia.com",
+                        "capacity": {"requests": {"memory": "10Gi"}},
+                        "tolerations": [{"key": "maintenance", "operator": "Exists"}],
+                    },
                 }
             ],
-            "futureList": [{"a": True}],
+            "constraints": [{"requests": ["gpu"], "distinctAttribute": "gpu.nvidia.com/uuid"}],
         },
     },
 }
@@ -169,7 +175,7 @@ def test_in_cluster_configuration_outside_a_pod_is_a_cluster_error(
 # -- raw JSON -------------------------------------------------------------------------------
 
 
-def test_unknown_fields_survive_create_get_list_watch_and_apply(cluster: Cluster) -> None:
+def test_newer_fields_survive_create_get_list_watch_and_apply(cluster: Cluster) -> None:
     start = cluster.list_page(Kind.RESOURCE_CLAIMS)["metadata"]["resourceVersion"]
     created = cluster.create(Kind.RESOURCE_CLAIMS, FUTURE_CLAIM)
     fetched = cluster.get(Kind.RESOURCE_CLAIMS, "future", "default")

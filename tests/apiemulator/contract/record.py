@@ -237,6 +237,37 @@ CASES += [
         body={"metadata": {"labels": {"team": "c"}}},
         content_type="application/merge-patch+json",
     ),
+    _case(
+        "update-slice-node-name-immutable",
+        "PATCH",
+        _APPLY_PATH,
+        body={"spec": {"nodeName": "other-node"}},
+        content_type="application/merge-patch+json",
+        gist='spec.nodeName: Invalid value: "other-node": field is immutable',
+    ),
+    _case(
+        "update-slice-driver-immutable",
+        "PATCH",
+        _APPLY_PATH,
+        body={"spec": {"driver": "other.example.com"}},
+        content_type="application/merge-patch+json",
+        gist='spec.driver: Invalid value: "other.example.com": field is immutable',
+    ),
+    _case(
+        "strategic-patch-directives-are-not-unknown-fields",
+        "PATCH",
+        _APPLY_PATH,
+        {"fieldValidation": "Strict"},
+        body={"metadata": {"labels": {"x": "y"}, "$setElementOrder/finalizers": []}},
+        content_type="application/strategic-merge-patch+json",
+    ),
+    _case(
+        "create-unknown-device-field",
+        "POST",
+        SLICES,
+        body=_slice("emu-contract-deep", devices=[{"name": "d0", "foo": 1}]),
+        warning='unknown field \\"spec.devices[0].foo\\"',
+    ),
 ]
 
 SETUP = [
@@ -320,7 +351,7 @@ def record(client: Client) -> list[dict[str, Any]]:
 
 
 def cleanup(client: Client) -> None:
-    for name in ("unknown", "strict", "apply"):
+    for name in ("unknown", "strict", "apply", "deep"):
         client.send("DELETE", f"{SLICES}/emu-contract-{name}", {})
     client.send("DELETE", f"/api/v1/namespaces/{NS}", {})
 
