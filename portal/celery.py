@@ -45,5 +45,10 @@ app.conf.beat_schedule = {
     "notify-lease-expiring": {"task": "notifications.lease_expiring", "schedule": 300.0},
     "notify-quota-high": {"task": "notifications.quota_high", "schedule": 300.0},
     "retry-webhooks": {"task": "notifications.retry_webhooks", "schedule": 30.0},
+    # GPU readings: each source runs at its own interval (15 s by default); rollups of closed
+    # 5-minute buckets; raw samples and rollups past their retention deleted.
+    "telemetry-ingest": {"task": "devices.tasks.telemetry_ingest", "schedule": 5.0},
+    "telemetry-roll-up": {"task": "devices.tasks.telemetry_roll_up", "schedule": 60.0},
+    "telemetry-prune": {"task": "devices.tasks.telemetry_prune", "schedule": 600.0},
 }
 app.autodiscover_tasks()

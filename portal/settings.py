@@ -316,6 +316,14 @@ WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 5)
 # Off by default: a tenant's webhook may not point the workers at their own network.
 WEBHOOK_ALLOW_PRIVATE_ADDRESSES = env_bool("WEBHOOK_ALLOW_PRIVATE_ADDRESSES", False)
 
+# Telemetry (GPU readings): how long raw samples, 5-minute and hourly rollups are kept.
+try:
+    TELEMETRY_RAW_RETENTION = parse_duration(env_str("TELEMETRY_RAW_RETENTION", "2h"))
+    TELEMETRY_5M_RETENTION = parse_duration(env_str("TELEMETRY_5M_RETENTION", "8d"))
+    TELEMETRY_1H_RETENTION = parse_duration(env_str("TELEMETRY_1H_RETENTION", "90d"))
+except DurationError as error:
+    raise ImproperlyConfigured(f"TELEMETRY_*_RETENTION: {error}") from None
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
