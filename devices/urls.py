@@ -8,7 +8,7 @@ which may contain one).
 
 from django.urls import path
 
-from devices.views import device_classes, devices, nodes
+from devices.views import device_classes, devices, nodes, telemetry
 
 urlpatterns = [
     path("nodes/", nodes.node_list, name="node-list"),
@@ -23,4 +23,5 @@ urlpatterns = [
     path(
         "device-classes/<str:name>/", device_classes.deviceclass_detail, name="deviceclass-detail"
     ),
+    path("telemetry/", telemetry.telemetry_sources, name="telemetry"),
 ]

@@ -30,6 +30,7 @@ NAVIGATION = [
     ("Reports", "allocation-report", "bar-chart", EVERYONE),
     ("Audit log", "auditevent-list", "journal-text", APPROVERS),
     ("Mirror", "mirror-status", "arrow-repeat", STAFF),
+    ("Telemetry", "telemetry", "activity", STAFF),
 ]
 _ENTRIES = {url_name for _, url_name, _, _ in NAVIGATION}
 # Entries shown together in one dropdown (consecutive in NAVIGATION): the bar stays one line.
@@ -37,6 +38,8 @@ GROUPS = {
     "tenant-list": ("Governance", "people"),
     "allocation-report": ("Governance", "people"),
     "auditevent-list": ("Governance", "people"),
+    "mirror-status": ("Operations", "activity"),
+    "telemetry": ("Operations", "activity"),
 }
 # Entries with a count badge, loaded by htmx after the page (the page itself pays nothing).
 _BADGES = {"approval-list": "approval-count"}

@@ -16,7 +16,9 @@ knows who held what when (``claims.AllocationRecord``).
 from __future__ import annotations
 
 import datetime
+import re
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -30,6 +32,9 @@ __all__ = [
     "Resolution",
     "TelemetrySource",
 ]
+
+
+_TARGET = re.compile(r"(https?://)?[A-Za-z0-9.\-\[\]:]+:\d{1,5}")
 
 
 class Resolution(models.TextChoices):
@@ -77,6 +82,18 @@ class TelemetrySource(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        """A Prometheus needs its URL; exporter targets are ``host:port`` strings."""
+        if self.kind == self.Kind.PROMETHEUS and not self.url:
+            raise ValidationError({"url": "A Prometheus source needs the server's base URL."})
+        targets = self.exporter_targets
+        if not isinstance(targets, list) or not all(
+            isinstance(t, str) and _TARGET.fullmatch(t) for t in targets
+        ):
+            raise ValidationError(
+                {"exporter_targets": 'A list of "host:port" strings, e.g. ["10.0.0.11:9400"].'}
+            )
 
     @property
     def is_simulated(self) -> bool:

@@ -13,11 +13,24 @@ from django.db import transaction
 from django.db.models import Avg, Count, F, Max, Q, Sum
 from django.utils import timezone
 
-from devices.models import DeviceRollup, DeviceSample, Resolution, TelemetrySource
-from devices.telemetry.sources import SourceError, collect
+from devices.models import (
+    DeviceRollup,
+    DeviceSample,
+    DeviceTelemetry,
+    Resolution,
+    TelemetrySource,
+)
+from devices.telemetry.sources import SourceError, collect, simulated_reading
 from devices.telemetry.store import device_index, record_readings
 
-__all__ = ["CycleResult", "due_sources", "ingest_source", "prune", "roll_up"]
+__all__ = [
+    "CycleResult",
+    "backfill_simulated_history",
+    "due_sources",
+    "ingest_source",
+    "prune",
+    "roll_up",
+]
 
 logger = logging.getLogger(__name__)
 _MAX_BUCKETS_PER_RUN = 24 * 12  # a day of 5-minute buckets: catching up stays bounded
@@ -229,3 +242,45 @@ def prune(now: datetime.datetime | None = None) -> dict[str, int]:
         resolution=Resolution.HOUR, bucket_start__lt=now - settings.TELEMETRY_1H_RETENTION
     ).delete()
     return {"samples": samples, "5m": five, "1h": hourly}
+
+
+def backfill_simulated_history(
+    source: TelemetrySource, *, hours: int = 24, now: datetime.datetime | None = None
+) -> int:
+    """Gives the demo a past: 5-minute and hourly rollups of ``source``'s simulated readings
+    for the last ``hours`` (buckets that exist are kept). Only for a simulated source."""
+    if not source.is_simulated:
+        raise ValueError("only a simulated source has a made-up past")
+    now = now or timezone.now()
+    index = {d.key: d for d in device_index().by_name.values()}
+    devices = [
+        (row, index[row.natural_key])
+        for row in DeviceTelemetry.objects.filter(source=source)
+        if row.natural_key in index
+    ]
+    rollups = []
+    for resolution in (Resolution.FIVE_MINUTES, Resolution.HOUR):
+        step = datetime.timedelta(seconds=resolution.seconds)
+        bucket = _floor(now - datetime.timedelta(hours=hours), resolution.seconds)
+        while bucket + step <= now:
+            middle = bucket + step / 2
+            for row, device in devices:
+                values = simulated_reading(device, middle, row.fb_total_mib or 16384).values
+                rollups.append(
+                    DeviceRollup(
+                        device_id=row.pk,
+                        resolution=resolution,
+                        bucket_start=bucket,
+                        samples=resolution.seconds // source.interval_seconds,
+                        gpu_util_avg=values["gpu_util"],
+                        gpu_util_max=min(round(values["gpu_util"] * 1.15), 100),
+                        mem_copy_util_avg=values["mem_copy_util"],
+                        fb_used_mib_avg=values["fb_used_mib"],
+                        fb_used_mib_max=values["fb_used_mib"],
+                        power_w_avg=values["power_w"],
+                        temperature_c_max=values["temperature_c"],
+                    )
+                )
+            bucket += step
+    DeviceRollup.objects.bulk_create(rollups, batch_size=2000, ignore_conflicts=True)
+    return len(rollups)

@@ -7,7 +7,8 @@
   One unreachable exporter is counted and named; the others still count.
 * **prometheus**: one instant query of the six dcgm-exporter series through the HTTP API
   (``/api/v1/query``), so recording rules or federation of dcgm-exporter feed it too.
-* **simulated** (the demo): readings made up for every mirrored GPU and MIG device, busy while
+* **simulated** (the demo): readings made up for every mirrored GPU and every MIG device a
+  claim holds (other placements are not instances on a real GPU either), busy while
   a claim holds the device, idle otherwise, a few held devices deliberately idle; the same
   device and minute always give the same values.
 """
@@ -34,6 +35,7 @@ __all__ = ["Collected", "EXPORTER_LABEL", "collect", "exporter_targets", "simula
 
 EXPORTER_LABEL = ("app.kubernetes.io/name", "dra-portal-exporter")
 _PARALLEL_SCRAPES = 8
+_HELD = (DeviceState.ALLOCATED, DeviceState.SHARED)
 _MAX_BODY = 16 * 1024 * 1024
 
 
@@ -187,6 +189,8 @@ def _collect_simulated(now: datetime.datetime) -> Collected:
     for device in {d.key: d for d in index.by_name.values()}.values():
         if not (device.uuid or device.parent_uuid):
             continue  # not a GPU the driver names (e.g. a compute-domain channel)
+        if device.parent_uuid and device.state not in _HELD:
+            continue  # a MIG placement exists as an instance only while a claim holds it
         mib = (memory.get(device.key) or 0) // 2**20 or 16384
         matched.append((device, simulated_reading(device, now, mib)))
     return Collected(matched=matched)

@@ -20,6 +20,7 @@ from django.utils.http import urlencode
 from devices.filtersets import DeviceFilterSet
 from devices.models import Device, DeviceClass, Pod, SharedCounterSet
 from devices.tables import DeviceTable, human_bytes
+from devices.telemetry.reads import device_utilisation
 from dra.quantity import QuantityError, parse_quantity
 from portal.htmx import render_list, render_page, wants_fragment
 
@@ -206,6 +207,7 @@ def device_detail(request: HttpRequest, driver: str, pool: str, device: str) -> 
         "device": found,
         "holders": holders,
         "admin_holders": admin_holders,
+        "utilisation": device_utilisation(found),
     }
     if wants_fragment(request):
         # The live part only: state, reason and holders (polled every few seconds).

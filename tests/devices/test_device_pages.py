@@ -101,15 +101,16 @@ def test_a_device_page_costs_a_fixed_number_of_queries(
     client = client_as(root)
     a100 = Device.objects.get(node_name="dgx-a100-01", name="gpu-0").get_absolute_url()
     h100 = h100_gpu0().get_absolute_url()
-    # session, user, device + slice, results, visible claims, consumers, pods, partitions,
-    # device classes
-    with django_assert_num_queries(9):
+    # session, user, device + slice, results, visible claims, consumers, pods, latest
+    # reading, partitions, device classes
+    with django_assert_num_queries(10):
         assert client.get(h100).status_code == 200
     # the same, whatever the number of partitions (25 MIG placements here)
-    with django_assert_num_queries(7):  # no holder: no claims, consumers or pods to look up
+    with django_assert_num_queries(8):  # no holder: no claims, consumers or pods to look up
         assert client.get(a100).status_code == 200
-    # the live fragment: session, user, device, results, visible claims, consumers, pods
-    with django_assert_num_queries(7):
+    # the live fragment: session, user, device, results, visible claims, consumers, pods,
+    # latest reading
+    with django_assert_num_queries(8):
         client.get(h100, HTTP_HX_REQUEST="true")
 
 

@@ -4,7 +4,8 @@ Seeds the demo personas; unless a real cluster is configured (``KUBE_API_SERVER`
 ``KUBECONFIG``), starts the API emulator loaded with ``devices/fixtures`` (two DGX H100, a DGX
 A100 with MIG partitions, the dra-example-driver node, a legacy device-plugin node, their
 classes and claims) with the simulated scheduler that places its pods (``home/scheduler.py``);
-starts one watcher thread per kind; then serves the portal.
+starts one watcher thread per kind and a simulated telemetry source (readings labelled
+*simulated* everywhere); then serves the portal.
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
+from django.db import close_old_connections
 
 from claims.models import AllocationMode, ClaimRequest, ClassPolicy
 from claims.services import save_class_policy, submit_request
 from claims.specs import ClaimInput, SpecErrors
-from devices.models import DeviceClass
+from devices.models import Device, DeviceClass, TelemetrySource
+from devices.telemetry.ingest import backfill_simulated_history, ingest_source, prune, roll_up
 from home.scheduler import start_simulated_scheduler
 from mirror.watchers import start_embedded_watchers
 from portal.models import Tenant
@@ -47,6 +50,7 @@ DEMO_PENDING = ClaimInput(
     lease=dt.timedelta(days=5),
 )
 DEMO_PENDING_KEY = "demo-pending-approval"
+DEMO_TELEMETRY_SOURCE = "demo-simulated"
 
 DEMO_CLASS_POLICIES = [
     ("gpu.nvidia.com", AllocationMode.RESERVATION),
@@ -77,6 +81,9 @@ class Command(BaseCommand):
         start_embedded_watchers(stop)
         threading.Thread(
             target=self._seed_governance, args=(stop,), daemon=True, name="demo-governance"
+        ).start()
+        threading.Thread(
+            target=self._simulate_telemetry, args=(stop,), daemon=True, name="demo-telemetry"
         ).start()
         self.stdout.write(
             self.style.SUCCESS(
@@ -126,6 +133,40 @@ class Command(BaseCommand):
                 )
         except SpecErrors as error:
             logger.warning("The demo's pending request was refused: %s", error.errors)
+
+    def _simulate_telemetry(self, stop: threading.Event) -> None:
+        """No GPU in the demo: a simulated telemetry source (every page labels its readings
+        *simulated*) read every 15 s, with a day of made-up history, rolled up and pruned as
+        the beat tasks do in production."""
+        for _ in range(120):
+            if stop.is_set():
+                return
+            if Device.objects.exclude(uuid="").exists():
+                break
+            stop.wait(0.5)
+        else:
+            logger.warning("The demo's devices never arrived; no simulated telemetry.")
+            return
+        source, created = TelemetrySource.objects.get_or_create(
+            name=DEMO_TELEMETRY_SOURCE, defaults={"kind": TelemetrySource.Kind.SIMULATED}
+        )
+        ingest_source(source, force=True)
+        if created:
+            rows = backfill_simulated_history(source)
+            self.stdout.write(f"Simulated GPU telemetry: {rows} rollups of the last 24 h.")
+        cycles = 0
+        while not stop.wait(source.interval_seconds):
+            try:
+                ingest_source(source)
+                cycles += 1
+                if cycles % 4 == 0:
+                    roll_up()
+                if cycles % 40 == 0:
+                    prune()
+            except Exception:  # the demo goes on without readings rather than stop
+                logger.exception("simulated telemetry failed; trying again next cycle")
+            finally:
+                close_old_connections()
 
     def _start_emulator(self, port: int) -> str:
         """Starts the demo cluster; returns its URL (also set as ``KUBE_API_SERVER``)."""

@@ -130,8 +130,10 @@ def test_the_simulation_reads_every_gpu_and_marks_its_readings_simulated():
 
     ingest_source(simulated, now)
 
-    gpus = Device.objects.exclude(uuid="", parent_uuid="").exclude(node_name="").count()
-    assert DeviceTelemetry.objects.count() == gpus
+    whole = Device.objects.exclude(uuid="").filter(parent_uuid="").exclude(node_name="")
+    held_partitions = Device.objects.exclude(parent_uuid="").held()
+    assert DeviceTelemetry.objects.count() == whole.count() + held_partitions.count()
+    assert held_partitions.exists()  # the fixture's MIG claims
     assert not DeviceTelemetry.objects.filter(is_simulated=False).exists()
     first = {t.natural_key: t.gpu_util for t in DeviceTelemetry.objects.all()}
     DeviceTelemetry.objects.all().delete()
