@@ -27,9 +27,9 @@ def telemetry_sources(request: HttpRequest) -> HttpResponse:
     # What a GPU node reports on: its whole GPUs, and the MIG placements claims hold (the
     # others are not instances on the GPU).
     on_nodes = Device.objects.exclude(node_name="")
-    gpus = on_nodes.exclude(uuid="").filter(parent_uuid="") | on_nodes.exclude(
-        parent_uuid=""
-    ).held()
+    gpus = (
+        on_nodes.exclude(uuid="").filter(parent_uuid="") | on_nodes.exclude(parent_uuid="").held()
+    )
     context = {
         "sources": sources,
         "stale_sources": [s for s in sources if s.stale],
