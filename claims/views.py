@@ -13,6 +13,7 @@ from claims.index import index
 from claims.models import AllocatedDevice, ResourceClaim
 from claims.preview import explain_spec, selector_hints
 from claims.tables import ResourceClaimTable, claim_state_badge
+from claims.utilisation import claim_utilisation
 from devices.models import Pod
 from devices.views.devices import pretty_json
 from dra.model import InvalidObject, selector_expressions
@@ -134,5 +135,6 @@ def resourceclaim_detail(request: HttpRequest, namespace: str, name: str) -> Htt
         else "",
         "raw_json": pretty_json(claim.raw),
         "pending": _why_pending(claim),
+        "utilisation": claim_utilisation(claim),
     }
     return render_page(request, "claims/resourceclaim_detail.html", "claim-status", context)

@@ -28,6 +28,7 @@ app.conf.task_queues = (
 app.conf.task_routes = {
     "devices.tasks.watch_*": {"queue": "watchers"},
     "devices.tasks.telemetry_*": {"queue": "telemetry"},
+    "claims.roll_up_usage": {"queue": "telemetry"},
     # Reservations are decided one at a time: run exactly one consumer of this queue.
     "claims.apply_request": {"queue": "allocations"},
     "claims.verify_reservation": {"queue": "allocations"},
@@ -50,5 +51,6 @@ app.conf.beat_schedule = {
     "telemetry-ingest": {"task": "devices.tasks.telemetry_ingest", "schedule": 5.0},
     "telemetry-roll-up": {"task": "devices.tasks.telemetry_roll_up", "schedule": 60.0},
     "telemetry-prune": {"task": "devices.tasks.telemetry_prune", "schedule": 600.0},
+    "claims-roll-up-usage": {"task": "claims.roll_up_usage", "schedule": 120.0},
 }
 app.autodiscover_tasks()

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Avg, Count, F, Max, Q, Sum
 from django.utils import timezone
 
@@ -155,9 +155,54 @@ def roll_up(now: datetime.datetime | None = None) -> int:
     return written
 
 
+_ROLLUP_SQL = {
+    # One statement per bucket on PostgreSQL: aggregate and upsert without a Python row.
+    Resolution.FIVE_MINUTES: """
+        INSERT INTO devices_devicerollup (device_id, resolution, bucket_start, samples,
+            gpu_util_avg, gpu_util_max, mem_copy_util_avg, fb_used_mib_avg, fb_used_mib_max,
+            power_w_avg, temperature_c_max)
+        SELECT device_id, %(resolution)s, %(start)s, count(*), avg(gpu_util), max(gpu_util),
+            avg(mem_copy_util), avg(fb_used_mib), max(fb_used_mib), avg(power_w),
+            max(temperature_c)
+        FROM devices_devicesample WHERE sampled_at >= %(start)s AND sampled_at < %(end)s
+        GROUP BY device_id
+        ON CONFLICT (device_id, resolution, bucket_start) DO UPDATE SET
+            samples = EXCLUDED.samples, gpu_util_avg = EXCLUDED.gpu_util_avg,
+            gpu_util_max = EXCLUDED.gpu_util_max, mem_copy_util_avg = EXCLUDED.mem_copy_util_avg,
+            fb_used_mib_avg = EXCLUDED.fb_used_mib_avg, fb_used_mib_max = EXCLUDED.fb_used_mib_max,
+            power_w_avg = EXCLUDED.power_w_avg, temperature_c_max = EXCLUDED.temperature_c_max
+    """,
+    Resolution.HOUR: """
+        INSERT INTO devices_devicerollup (device_id, resolution, bucket_start, samples,
+            gpu_util_avg, gpu_util_max, mem_copy_util_avg, fb_used_mib_avg, fb_used_mib_max,
+            power_w_avg, temperature_c_max)
+        SELECT device_id, %(resolution)s, %(start)s, sum(samples),
+            sum(gpu_util_avg * samples) / nullif(sum(samples), 0), max(gpu_util_max),
+            sum(mem_copy_util_avg * samples) / nullif(sum(samples), 0),
+            sum(fb_used_mib_avg * samples) / nullif(sum(samples), 0), max(fb_used_mib_max),
+            sum(power_w_avg * samples) / nullif(sum(samples), 0), max(temperature_c_max)
+        FROM devices_devicerollup
+        WHERE resolution = '5m' AND bucket_start >= %(start)s AND bucket_start < %(end)s
+        GROUP BY device_id
+        ON CONFLICT (device_id, resolution, bucket_start) DO UPDATE SET
+            samples = EXCLUDED.samples, gpu_util_avg = EXCLUDED.gpu_util_avg,
+            gpu_util_max = EXCLUDED.gpu_util_max, mem_copy_util_avg = EXCLUDED.mem_copy_util_avg,
+            fb_used_mib_avg = EXCLUDED.fb_used_mib_avg, fb_used_mib_max = EXCLUDED.fb_used_mib_max,
+            power_w_avg = EXCLUDED.power_w_avg, temperature_c_max = EXCLUDED.temperature_c_max
+    """,
+}
+
+
 @transaction.atomic
 def _roll_up_bucket(resolution: Resolution, start: datetime.datetime) -> int:
     end = start + datetime.timedelta(seconds=resolution.seconds)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _ROLLUP_SQL[resolution],
+                {"resolution": resolution.value, "start": start, "end": end},
+            )
+            return cursor.rowcount
     if resolution is Resolution.FIVE_MINUTES:
         rows = (
             DeviceSample.objects.filter(sampled_at__gte=start, sampled_at__lt=end)

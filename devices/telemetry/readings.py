@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -37,6 +38,7 @@ METRICS = {
 SeriesKey = tuple[str, str, str, str, str]
 
 
+@lru_cache(maxsize=65536)
 def normalise_pci_bus_id(value: str) -> str:
     """``00000000:1B:00.0`` (NVML, 8-digit domain) and ``0000:1b:00.0`` (the DRA driver's
     ``resource.kubernetes.io/pciBusID``) as one spelling: 4-digit domain, lower case."""

@@ -36,7 +36,8 @@ __all__ = ["Collected", "EXPORTER_LABEL", "collect", "exporter_targets", "simula
 EXPORTER_LABEL = ("app.kubernetes.io/name", "dra-portal-exporter")
 _PARALLEL_SCRAPES = 8
 _HELD = (DeviceState.ALLOCATED, DeviceState.SHARED)
-_MAX_BODY = 16 * 1024 * 1024
+# An instant query of 6 series for 40,000 GPUs answers ~30 MB; anything past this is refused.
+_MAX_BODY = 256 * 1024 * 1024
 
 
 @dataclass
@@ -55,7 +56,10 @@ class SourceError(Exception):
 def _get(url: str, timeout: float) -> bytes:
     request = urllib.request.Request(url, headers={"Accept": "text/plain, application/json"})  # noqa: S310
     with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - configured by an admin
-        return response.read(_MAX_BODY)
+        body: bytes = response.read(_MAX_BODY + 1)
+    if len(body) > _MAX_BODY:
+        raise ValueError(f"the answer is larger than {_MAX_BODY // 2**20} MiB")
+    return body
 
 
 def exporter_targets(source: TelemetrySource) -> list[str]:

@@ -94,12 +94,12 @@ def test_a_claim_page_costs_a_fixed_number_of_queries(
     client_as, root, mirrored_cluster, django_assert_num_queries
 ):
     client = client_as(root)
-    # session, user, claim, results with their devices, consumers, pods
-    with django_assert_num_queries(6):
+    # session, user, claim, results with their devices, consumers, pods, utilisation rollups
+    with django_assert_num_queries(7):
         client.get(TEAM_A_CLAIM)
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(7):
         client.get("/claims/admin-access/pod0-admin-gpu-z7wjx/")
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(6):  # the live fragment: no utilisation
         client.get(TEAM_A_CLAIM, HTTP_HX_REQUEST="true")
 
 

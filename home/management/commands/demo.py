@@ -26,6 +26,7 @@ from django.db import close_old_connections
 from claims.models import AllocationMode, ClaimRequest, ClassPolicy
 from claims.services import save_class_policy, submit_request
 from claims.specs import ClaimInput, SpecErrors
+from claims.utilisation import roll_up_usage
 from devices.models import Device, DeviceClass, TelemetrySource
 from devices.telemetry.ingest import backfill_simulated_history, ingest_source, prune, roll_up
 from home.scheduler import start_simulated_scheduler
@@ -161,6 +162,7 @@ class Command(BaseCommand):
                 cycles += 1
                 if cycles % 4 == 0:
                     roll_up()
+                    roll_up_usage()
                 if cycles % 40 == 0:
                     prune()
             except Exception:  # the demo goes on without readings rather than stop
