@@ -12,11 +12,13 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, Q
+from django.db.models import Avg, Count, Exists, OuterRef, Q
 from django.urls import reverse
+from django.utils import timezone
 
 from claims.models import ResourceClaim
-from devices.models import Device, DeviceState, Node
+from devices.models import Device, DeviceState, DeviceTelemetry, Node, TelemetrySource
+from devices.telemetry.reads import STALE_AFTER
 from mirror.models import MirrorStatus
 
 __all__ = ["cluster_overview"]
@@ -85,4 +87,30 @@ def cluster_overview(user: AbstractBaseUser | AnonymousUser) -> dict[str, Any] |
         "tainted_count": states["tainted"],
         "claims": claims,
         "stale_mirror": list(MirrorStatus.objects.stale().only("kind", "last_seen_at")),
+        "telemetry": _telemetry(),
+    }
+
+
+def _telemetry() -> dict[str, Any]:
+    """Average GPU utilisation of the fresh readings (all, and of devices a claim holds), and
+    the sources whose readings are stale. Two queries."""
+    now = timezone.now()
+    held = Device.objects.filter(
+        driver=OuterRef("driver"),
+        pool_name=OuterRef("pool_name"),
+        name=OuterRef("device_name"),
+        state__in=[DeviceState.ALLOCATED, DeviceState.SHARED],
+    )
+    fresh = DeviceTelemetry.objects.filter(sampled_at__gte=now - STALE_AFTER)
+    readings = fresh.annotate(held=Exists(held)).aggregate(
+        count=Count("pk"),
+        average=Avg("gpu_util"),
+        held_average=Avg("gpu_util", filter=Q(held=True)),
+        simulated=Count("pk", filter=Q(is_simulated=True)),
+    )
+    sources = list(TelemetrySource.objects.filter(enabled=True))
+    return {
+        **readings,
+        "has_sources": bool(sources),
+        "stale_sources": [source for source in sources if source.is_stale(now)],
     }
