@@ -155,6 +155,7 @@ class Command(BaseCommand):
         if created:
             rows = backfill_simulated_history(source)
             self.stdout.write(f"Simulated GPU telemetry: {rows} rollups of the last 24 h.")
+        roll_up_usage()  # the claims' share of that history, before anyone opens a claim
         cycles = 0
         while not stop.wait(source.interval_seconds):
             try:
