@@ -93,8 +93,13 @@ def operate(cluster: Cluster, emulator, seed: int) -> None:
             uid = rng.choice(sorted(existing))
             obj = copy.deepcopy(existing[uid][1])
             obj["metadata"].setdefault("labels", {})["step"] = str(step)
-            if kind != Kind.RESOURCE_CLAIMS:  # a claim's spec is immutable
-                obj.setdefault("spec", {})["futureField"] = {"step": step}  # newer than our client
+            spec = obj.setdefault("spec", {})
+            if kind == Kind.DEVICE_CLASSES:  # a spec change the server keeps (opaque config)
+                opaque = {"driver": "random.example.com", "parameters": {"step": step}}
+                spec["config"] = [{"opaque": opaque}]
+            elif kind == Kind.RESOURCE_SLICES:
+                spec.setdefault("pool", {})["generation"] = step
+            # a claim's spec is immutable: its labels change only
             retrying(lambda obj=obj, kind=kind: cluster.replace(kind, obj))
         else:
             uid = rng.choice(sorted(existing))
