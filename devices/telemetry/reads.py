@@ -1,15 +1,22 @@
-"""What pages show of telemetry: a device's latest reading and its recent history."""
+"""What pages show of telemetry: a device's or a node's latest readings and recent history."""
 
 from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field
 
+from django.db.models import Avg
 from django.utils import timezone
 
 from devices.models import Device, DeviceRollup, DeviceTelemetry, Resolution
 
-__all__ = ["STALE_AFTER", "DeviceUtilisation", "device_utilisation"]
+__all__ = [
+    "STALE_AFTER",
+    "DeviceUtilisation",
+    "NodeUtilisation",
+    "device_utilisation",
+    "node_utilisation",
+]
 
 # A reading older than this is shown as stale: its source has missed several cycles.
 STALE_AFTER = datetime.timedelta(minutes=2)
@@ -51,4 +58,46 @@ def device_utilisation(
         reading=reading,
         is_stale=now - reading.sampled_at > STALE_AFTER,
         history=list(rollups),
+    )
+
+
+@dataclass
+class NodeUtilisation:
+    readings: list[DeviceTelemetry]  # the latest reading of each device on the node
+    history: list[tuple[datetime.datetime, float | None]]  # 24 h, average over its devices
+    is_stale: bool  # its newest reading is old
+    is_simulated: bool
+
+    @property
+    def average(self) -> float | None:
+        values = [r.gpu_util for r in self.readings if r.gpu_util is not None]
+        return round(sum(values) / len(values), 1) if values else None
+
+
+def node_utilisation(
+    node_name: str, now: datetime.datetime | None = None
+) -> NodeUtilisation | None:
+    """The latest readings of a node's devices and the node's last 24 h (two queries; one when
+    nothing on the node was read)."""
+    readings = list(DeviceTelemetry.objects.on_node(node_name).order_by("device_name"))
+    if not readings:
+        return None
+    now = now or timezone.now()
+    history = list(
+        DeviceRollup.objects.filter(
+            device__in=[r.pk for r in readings],
+            resolution=Resolution.FIVE_MINUTES,
+            bucket_start__gte=now - _HISTORY,
+        )
+        .order_by()
+        .values("bucket_start")
+        .annotate(average=Avg("gpu_util_avg"))
+        .order_by("bucket_start")
+        .values_list("bucket_start", "average")
+    )
+    return NodeUtilisation(
+        readings=readings,
+        history=history,
+        is_stale=now - max(r.sampled_at for r in readings) > STALE_AFTER,
+        is_simulated=any(r.is_simulated for r in readings),
     )

@@ -14,6 +14,7 @@ from django_tables2 import Table
 from devices.filtersets import NodeFilterSet
 from devices.models import Device, DeviceState, Node, ResourceSlice, SharedCounterSet
 from devices.tables import NodeTable
+from devices.telemetry.reads import node_utilisation
 from devices.views.devices import attribute_rows, capacity_rows, pretty_json
 from portal.htmx import render_list, render_page, wants_fragment
 
@@ -138,5 +139,6 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
             for cs in SharedCounterSet.objects.filter(pool_filter)
         ],
         "raw_json": pretty_json(node.raw) if node else "",
+        "utilisation": node_utilisation(name),
     }
     return render_page(request, "devices/node_detail.html", "node-devices", context)

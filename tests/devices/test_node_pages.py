@@ -6,7 +6,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from devices.models import Device, Node
+from devices.models import Device, Node, TelemetrySource
+from devices.telemetry.ingest import ingest_source
 
 pytestmark = pytest.mark.django_db
 
@@ -55,11 +56,15 @@ def test_a_node_page_costs_a_fixed_number_of_queries(
     client_as, root, mirrored_cluster, django_assert_num_queries
 ):
     client = client_as(root)
-    # session, user, node, slices, devices, counter sets
-    with django_assert_num_queries(6):
+    # session, user, node, slices, devices, counter sets, readings
+    with django_assert_num_queries(7):
         client.get("/nodes/dgx-a100-01/")
-    with django_assert_num_queries(6):
+    ingest_source(TelemetrySource.objects.create(name="demo", kind="simulated"))
+    # … and the node's last 24 h once it has readings, however many devices it has
+    with django_assert_num_queries(8):
         client.get("/nodes/dgx-h100-01/")
+    with django_assert_num_queries(8):
+        client.get("/nodes/dgx-a100-01/")
     # the live fragment: session, user, node, slices, devices
     with django_assert_num_queries(5):
         client.get("/nodes/dgx-a100-01/", HTTP_HX_REQUEST="true")
@@ -165,3 +170,14 @@ def test_the_legacy_node_shows_its_device_plugin_gpus(client_as, alice, mirrored
     assert "nvidia.com/gpu</code>: 4" in content
     assert "No ResourceSlices for this node" in content
     assert Device.objects.filter(node_name="gpu-legacy-01").count() == 0
+
+
+def test_a_node_page_shows_its_gpus_readings(client_as, bob, mirrored_cluster):
+    page = client_as(bob).get("/nodes/dgx-h100-01/").content.decode()
+    assert "No reading from this node" in page
+
+    ingest_source(TelemetrySource.objects.create(name="demo", kind="simulated"))
+    page = client_as(bob).get("/nodes/dgx-h100-01/").content.decode()
+
+    assert 'data-testid="node-utilisation"' in page and ">simulated<" in page
+    assert page.count('aria-label="GPU utilisation of gpu-') == 8
