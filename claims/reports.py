@@ -17,12 +17,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from django.db import models
-from django.db.models import Count, DateTimeField, DurationField, ExpressionWrapper, F, Sum, Value
+from django.db.models import (
+    Count,
+    DateTimeField,
+    DurationField,
+    ExpressionWrapper,
+    F,
+    Q,
+    Sum,
+    Value,
+)
 from django.db.models.functions import Coalesce, Greatest, Least
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from claims.models import AllocationRecord
+from claims.models import AllocationRecord, UsageRollup
+from devices.models import Resolution
 
 __all__ = [
     "MAX_PERIOD",
@@ -153,6 +163,10 @@ class ReportRow:
     device_hours: float = 0.0
     memory_gib_hours: float = 0.0
     allocations: int = 0
+    # GPU utilisation of what the group held, weighted by device-seconds read (tenants and
+    # namespaces only; None without readings), and whether those readings were simulated.
+    gpu_util: float | None = None
+    gpu_util_simulated: bool = False
 
     @property
     def device_hours_display(self) -> str:
@@ -188,6 +202,10 @@ class AllocationReport:
     @property
     def memory_gib_hours_display(self) -> str:
         return f"{self.memory_gib_hours:,.1f}"
+
+    @property
+    def has_utilisation(self) -> bool:
+        return self.group_by in (GroupBy.TENANT, GroupBy.NAMESPACE)
 
     def sorted_by(self, sort: str) -> list[ReportRow]:
         """Rows by ``hours`` / ``memory`` (largest first; ``-`` prefix: smallest first) or
@@ -262,7 +280,44 @@ def allocation_hours(
         row.memory_gib_hours += hours * (entry["memory"] or 0) / GIB
         row.allocations += entry["allocations"]
     report.rows = AllocationReport(period, group_by, list(rows.values())).sorted_by("hours")
+    if report.has_utilisation:
+        _add_utilisation(report, period.start, until)
     return report
+
+
+def _add_utilisation(
+    report: AllocationReport, start: datetime.datetime, until: datetime.datetime
+) -> None:
+    """Each tenant's or namespace's GPU utilisation over the period, from the hourly
+    ``UsageRollup`` buckets inside it (one query, for the groups the report already shows)."""
+    scope = (
+        UsageRollup.Scope.TENANT
+        if report.group_by == GroupBy.TENANT
+        else UsageRollup.Scope.NAMESPACE
+    )
+    by_key = {row.key: row for row in report.rows if row.key}
+    read = Q(gpu_util_avg__isnull=False)
+    sums = (
+        UsageRollup.objects.filter(
+            scope=scope,
+            key__in=list(by_key),
+            resolution=Resolution.HOUR,
+            bucket_start__gte=start,
+            bucket_start__lt=until,
+        )
+        .order_by()
+        .values("key")
+        .annotate(
+            seconds=Sum("device_seconds", filter=read),
+            weighted=Sum(F("gpu_util_avg") * F("device_seconds"), filter=read),
+            simulated=Count("pk", filter=Q(is_simulated=True)),
+        )
+    )
+    for entry in sums:
+        row = by_key[entry["key"]]
+        if entry["seconds"]:
+            row.gpu_util = round(entry["weighted"] / entry["seconds"], 1)
+        row.gpu_util_simulated = bool(entry["simulated"])
 
 
 CSV_COLUMNS = [

@@ -147,8 +147,8 @@ def test_the_page_costs_a_fixed_number_of_queries(
     client_as, root, alice, history, django_assert_num_queries
 ):
     admin, member = client_as(root), client_as(alice)
-    # session, user, the report's one aggregate query
-    with django_assert_num_queries(3):
+    # session, user, the report's one aggregate query, utilisation per tenant
+    with django_assert_num_queries(4):
         admin.get(f"{PAGE}?{MARCH}")
     # a member's gate is a subquery of the same query; the navigation asks once (then caches
     # it) whether the member administers a tenant
@@ -200,3 +200,30 @@ def test_the_api_refuses_a_bad_period_with_the_reason(api_as, alice, history):
 def test_the_api_is_documented(api_as, root):
     schema = api_as(root).get("/api/schema/", HTTP_ACCEPT="application/json").content.decode()
     assert "/api/v1/reports/allocation-hours/" in schema
+
+
+def test_tenants_and_namespaces_show_the_utilisation_of_what_they_held(client_as, alice, history):
+    import datetime
+
+    from claims.models import UsageRollup
+
+    for hour, util in ((0, 80.0), (1, 40.0)):
+        UsageRollup.objects.create(
+            scope="namespace",
+            key="team-a-dev",
+            resolution="1h",
+            bucket_start=datetime.datetime(2026, 3, 2, hour, tzinfo=datetime.UTC),
+            device_seconds=3600 * (hour + 1),
+            gpu_util_avg=util,
+        )
+
+    response = client_as(alice).get(f"{PAGE}?{MARCH}&group_by=namespace")
+
+    utilisation = {row.label: row.gpu_util for row in response.context["rows"]}
+    assert utilisation == {
+        "team-a-dev": pytest.approx((80 * 1 + 40 * 2) / 3, abs=0.05),
+        "gpu-test1": None,
+    }
+    assert b"GPU utilisation" in response.content
+    by_model = client_as(alice).get(f"{PAGE}?{MARCH}&group_by=model")
+    assert b"GPU utilisation" not in by_model.content
