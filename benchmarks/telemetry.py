@@ -24,6 +24,7 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -114,33 +115,37 @@ def populate(nodes: int) -> list[tuple[str, str, str]]:
     return gpus
 
 
-def prometheus_answer(gpus: list[tuple[str, str, str]], cycle: int) -> bytes:
-    result = []
-    for i, (node, gpu_uuid, pci) in enumerate(gpus):
-        labels = {
-            "UUID": gpu_uuid,
-            "Hostname": node,
-            "pci_bus_id": "0000" + pci.upper(),
-            "gpu": "0",
-        }
-        util = (i * 7 + cycle * 13) % 100
-        for name, value in zip(
-            SERIES,
-            (util, util // 2, 40000 + util, 41000 - util, 300.5 + util, 40 + util // 5),
-            strict=True,
-        ):
+def prometheus_answers(gpus: list[tuple[str, str, str]], cycle: int) -> dict[str, bytes]:
+    """What Prometheus answers the ingest's ``max by (Hostname, UUID, pci_bus_id, …) (METRIC)``
+    instant queries: per metric, one series per GPU with those labels only."""
+    answers = {}
+    for position, name in enumerate(SERIES):
+        result = []
+        for i, (node, gpu_uuid, pci) in enumerate(gpus):
+            util = (i * 7 + cycle * 13) % 100
+            value = (util, util // 2, 40000 + util, 41000 - util, 300.5 + util, 40 + util // 5)
             result.append(
-                {"metric": {"__name__": name, **labels}, "value": [time.time(), str(value)]}
+                {
+                    "metric": {
+                        "Hostname": node,
+                        "UUID": gpu_uuid,
+                        "pci_bus_id": "0000" + pci.upper(),
+                    },
+                    "value": [time.time(), str(value[position])],
+                }
             )
-    return json.dumps(
-        {"status": "success", "data": {"resultType": "vector", "result": result}}
-    ).encode()
+        answers[name] = json.dumps(
+            {"status": "success", "data": {"resultType": "vector", "result": result}}
+        ).encode()
+    return answers
 
 
 def serve(state: dict) -> str:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802
-            body = state["body"]
+            query = parse_qs(urlsplit(self.path).query).get("query", [""])[0]
+            metric = query.rsplit("(", 1)[-1].rstrip(")")
+            body = state["answers"][metric]
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -178,7 +183,7 @@ def main() -> None:
         f"({time.perf_counter() - started:.1f} s to create)"
     )
     TelemetrySource.objects.all().delete()
-    state = {"body": prometheus_answer(gpus, 0)}
+    state = {"answers": prometheus_answers(gpus, 0)}
     source = TelemetrySource.objects.create(
         name="bench", kind="prometheus", url=serve(state), timeout_seconds=60
     )
@@ -188,7 +193,7 @@ def main() -> None:
     start = datetime.datetime(2026, 11, 23, 12, 0, tzinfo=datetime.UTC)
     timings = []
     for cycle in range(args.cycles):
-        state["body"] = prometheus_answer(gpus, cycle)
+        state["answers"] = prometheus_answers(gpus, cycle)
         now = start + datetime.timedelta(seconds=15 * cycle)
         began = time.perf_counter()
         result = ingest_source(source, now, force=True)

@@ -20,11 +20,11 @@ from django.utils import timezone
 
 from claims.models import AllocationRecord, ResourceClaim, UsageRollup
 from devices.models import DeviceRollup, Resolution
+from portal.charts import DEFAULT_RANGE, TimeRange
 
 __all__ = ["ClaimUtilisation", "claim_utilisation", "roll_up_usage"]
 
 _MAX_BUCKETS_PER_RUN = 24 * 12
-_HISTORY = datetime.timedelta(hours=24)
 
 
 @dataclass
@@ -192,12 +192,16 @@ def roll_up_usage(now: datetime.datetime | None = None) -> int:
     return written
 
 
+Points = list[tuple[datetime.datetime, float | None]]
+
+
 @dataclass
 class ClaimUtilisation:
     average: float | None  # GPU utilisation over the claim's life, weighted by device-seconds
     device_hours: float
     is_simulated: bool
-    history: list[tuple[datetime.datetime, float | None]]  # last 24 h, 5-minute buckets
+    history: Points  # over ``span``: 5-minute buckets up to a day, hourly beyond
+    span: TimeRange = DEFAULT_RANGE
 
     @property
     def history_average(self) -> float | None:
@@ -205,11 +209,17 @@ class ClaimUtilisation:
         return round(sum(values) / len(values), 1) if values else None
 
 
+def _rollup_resolution(span: TimeRange) -> Resolution:
+    """Usage rollups start at 5 minutes: the last hour is read at that resolution too."""
+    return Resolution.HOUR if span.resolution == Resolution.HOUR else Resolution.FIVE_MINUTES
+
+
 def claim_utilisation(
-    claim: ResourceClaim, now: datetime.datetime | None = None
+    claim: ResourceClaim, now: datetime.datetime | None = None, span: TimeRange = DEFAULT_RANGE
 ) -> ClaimUtilisation | None:
     """A claim's utilisation over its life: complete hours from the hourly rollups, the
-    time since from the 5-minute ones. ``None`` before any reading was attributed to it."""
+    time since from the 5-minute ones; its history over ``span``. ``None`` before any reading
+    was attributed to it. One query."""
     now = now or timezone.now()
     rows = list(
         UsageRollup.objects.filter(scope=UsageRollup.Scope.CLAIM, key=claim.uid).values_list(
@@ -231,13 +241,49 @@ def claim_utilisation(
     seconds = sum(r[2] for r in used)
     weighted = [(r[2], r[3]) for r in used if r[3] is not None]
     util_seconds = sum(s for s, _ in weighted)
-    since = now - _HISTORY
-    history = sorted(
-        (r[1], r[3]) for r in rows if r[0] == Resolution.FIVE_MINUTES and r[1] >= since
-    )
+    since = span.start(now)
+    resolution = _rollup_resolution(span)
+    history = sorted((r[1], r[3]) for r in rows if r[0] == resolution and r[1] >= since)
     return ClaimUtilisation(
         average=round(sum(s * u for s, u in weighted) / util_seconds, 1) if util_seconds else None,
         device_hours=round(seconds / 3600, 2),
         is_simulated=any(r[4] for r in rows),
         history=history,
+        span=span,
+    )
+
+
+@dataclass
+class ScopeUtilisation:
+    """A namespace's or tenant's GPU utilisation over ``span`` (weighted by device-seconds)
+    and the device-hours behind it."""
+
+    history: Points
+    device_hours: Points  # device-hours held per bucket
+    is_simulated: bool
+    span: TimeRange
+
+    @property
+    def average(self) -> float | None:
+        values = [v for _, v in self.history if v is not None]
+        return round(sum(values) / len(values), 1) if values else None
+
+
+def scope_utilisation(
+    scope: str, key: str, span: TimeRange = DEFAULT_RANGE, now: datetime.datetime | None = None
+) -> ScopeUtilisation | None:
+    """The usage rollups of one tenant (key: slug) or namespace (name) over ``span``; ``None``
+    when nothing was attributed to it in that time. One query."""
+    rows = list(
+        UsageRollup.objects.series(
+            scope, key, since=span.start(now), resolution=_rollup_resolution(span)
+        ).values_list("bucket_start", "gpu_util_avg", "device_seconds", "is_simulated")
+    )
+    if not rows:
+        return None
+    return ScopeUtilisation(
+        history=[(moment, util) for moment, util, _, _ in rows],
+        device_hours=[(moment, round(seconds / 3600, 2)) for moment, _, seconds, _ in rows],
+        is_simulated=any(r[3] for r in rows),
+        span=span,
     )

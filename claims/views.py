@@ -17,6 +17,7 @@ from claims.utilisation import claim_utilisation
 from devices.models import Pod
 from devices.views.devices import pretty_json
 from dra.model import InvalidObject, selector_expressions
+from portal.charts import time_range
 from portal.htmx import render_list, render_page, wants_fragment
 
 __all__ = ["resourceclaim_detail", "resourceclaim_list"]
@@ -135,6 +136,6 @@ def resourceclaim_detail(request: HttpRequest, namespace: str, name: str) -> Htt
         else "",
         "raw_json": pretty_json(claim.raw),
         "pending": _why_pending(claim),
-        "utilisation": claim_utilisation(claim),
+        "utilisation": claim_utilisation(claim, span=time_range(request.GET.get("range"))),
     }
     return render_page(request, "claims/resourceclaim_detail.html", "claim-status", context)

@@ -80,6 +80,11 @@ def _private_shared_state(settings):
     settings.CACHES = {
         name: {**config, "KEY_PREFIX": private} for name, config in settings.CACHES.items()
     }
+    # The telemetry join index and row ids a process keeps between ingest cycles: each test's
+    # database starts over (and SQLite reuses ids after a rollback).
+    from devices.telemetry.store import forget_cached_state
+
+    forget_cached_state()
 
 
 @pytest.fixture

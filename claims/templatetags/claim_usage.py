@@ -15,7 +15,10 @@ from typing import Any
 
 from django import template
 
+from claims.models import UsageRollup
 from claims.quota import ClassUsage, tenant_usage
+from claims.utilisation import scope_utilisation
+from portal.charts import time_range
 from portal.models import Quota, Tenant
 
 register = template.Library()
@@ -82,4 +85,18 @@ def quota_usage(
         "layout": layout,
         "can_edit": can_edit,
         "csrf_token": context.get("csrf_token"),
+    }
+
+
+@register.inclusion_tag("claims/includes/tenant_utilisation.html", takes_context=True)
+def tenant_utilisation(context: dict[str, Any], tenant: Tenant) -> dict[str, Any]:
+    """``{% tenant_utilisation tenant %}``: the tenant's GPU utilisation over the page's
+    ``?range=`` (a chart with its picker), from the per-tenant usage rollups."""
+    request = context.get("request")
+    span = time_range(request.GET.get("range") if request is not None else None)
+    return {
+        "request": request,
+        "tenant": tenant,
+        "span": span,
+        "utilisation": scope_utilisation(UsageRollup.Scope.TENANT, tenant.slug, span),
     }

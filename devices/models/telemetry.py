@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import datetime
 import re
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.models import Q
 from django.utils import timezone
 
@@ -29,8 +32,10 @@ __all__ = [
     "DeviceSample",
     "DeviceTelemetry",
     "DeviceTelemetryQuerySet",
+    "RealField",
     "Resolution",
     "TelemetrySource",
+    "TimeIndex",
 ]
 
 
@@ -176,25 +181,57 @@ class DeviceTelemetry(models.Model):
         return self.fb_used_mib / self.fb_total_mib
 
 
+class RealField(models.FloatField):
+    """A 4-byte float on PostgreSQL (``real``: ~7 significant digits, plenty for a percentage, a
+    wattage or an average of MiB); a float elsewhere. Halves the width of the high-volume rows."""
+
+    def db_type(self, connection: BaseDatabaseWrapper) -> str | None:
+        if connection.vendor == "postgresql":
+            return "real"
+        return super().db_type(connection)
+
+
+class TimeIndex(models.Index):
+    """An index on a timestamp rows arrive in order of: BRIN on PostgreSQL (a few kilobytes for
+    millions of rows, enough for time-range scans, rollups and pruning), B-tree elsewhere."""
+
+    def create_sql(
+        self,
+        model: type[models.Model],
+        schema_editor: BaseDatabaseSchemaEditor,
+        using: str = "",
+        **kwargs: Any,
+    ) -> Any:
+        if schema_editor.connection.vendor == "postgresql":
+            using = " USING brin"
+        return super().create_sql(model, schema_editor, using=using, **kwargs)
+
+
 class DeviceSample(models.Model):
     """One raw reading; kept for ``TELEMETRY_RAW_RETENTION`` and written with COPY on
-    PostgreSQL. No foreign-key constraint: pruning and ingest never wait on each other."""
+    PostgreSQL. No foreign-key constraint: pruning and ingest never wait on each other.
 
+    Narrow on purpose (~90 bytes a row with its indexes on PostgreSQL): the key is
+    ``(device, sampled_at)`` with no surrogate id, columns are ordered widest first so no byte
+    is lost to alignment, and time is indexed with BRIN."""
+
+    pk = models.CompositePrimaryKey("device_id", "sampled_at")
     device = models.ForeignKey(
-        DeviceTelemetry, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+        DeviceTelemetry,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,  # the primary key's first column
+        related_name="+",
     )
     sampled_at = models.DateTimeField()
+    power_w = RealField(null=True, blank=True)
+    fb_used_mib = models.IntegerField(null=True, blank=True)
     gpu_util = models.SmallIntegerField(null=True, blank=True)
     mem_copy_util = models.SmallIntegerField(null=True, blank=True)
-    fb_used_mib = models.IntegerField(null=True, blank=True)
-    power_w = models.FloatField(null=True, blank=True)
     temperature_c = models.SmallIntegerField(null=True, blank=True)
 
     class Meta:
-        indexes = [
-            models.Index(fields=["device", "sampled_at"]),
-            models.Index(fields=["sampled_at"]),
-        ]
+        indexes = [TimeIndex(fields=["sampled_at"], name="devicesample_time")]
 
     def __str__(self) -> str:
         return f"device {self.device_id} at {self.sampled_at:%Y-%m-%d %H:%M:%S}"
@@ -216,31 +253,35 @@ class DeviceRollupQuerySet(models.QuerySet["DeviceRollup"]):
 
 class DeviceRollup(models.Model):
     """Aggregates of one device's samples over a 5-minute or hourly bucket (retained longer
-    than raw samples: ``TELEMETRY_5M_RETENTION``, ``TELEMETRY_1H_RETENTION``)."""
+    than raw samples: ``TELEMETRY_5M_RETENTION``, ``TELEMETRY_1H_RETENTION``).
 
+    ~125 bytes a row with its indexes on PostgreSQL (docs/benchmarks.md): keyed by
+    ``(device, resolution, bucket_start)`` with no surrogate id, 4-byte floats, widest columns
+    first, time indexed with BRIN."""
+
+    pk = models.CompositePrimaryKey("device_id", "resolution", "bucket_start")
     device = models.ForeignKey(
-        DeviceTelemetry, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+        DeviceTelemetry,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,  # the primary key's first column
+        related_name="+",
     )
-    resolution = models.CharField(max_length=2, choices=Resolution.choices)
     bucket_start = models.DateTimeField()
-    samples = models.PositiveIntegerField()
-    gpu_util_avg = models.FloatField(null=True, blank=True)
-    gpu_util_max = models.SmallIntegerField(null=True, blank=True)
-    mem_copy_util_avg = models.FloatField(null=True, blank=True)
-    fb_used_mib_avg = models.FloatField(null=True, blank=True)
+    gpu_util_avg = RealField(null=True, blank=True)
+    mem_copy_util_avg = RealField(null=True, blank=True)
+    fb_used_mib_avg = RealField(null=True, blank=True)
     fb_used_mib_max = models.IntegerField(null=True, blank=True)
-    power_w_avg = models.FloatField(null=True, blank=True)
+    power_w_avg = RealField(null=True, blank=True)
+    samples = models.PositiveSmallIntegerField()
+    gpu_util_max = models.SmallIntegerField(null=True, blank=True)
     temperature_c_max = models.SmallIntegerField(null=True, blank=True)
+    resolution = models.CharField(max_length=2, choices=Resolution.choices)
 
     objects = DeviceRollupQuerySet.as_manager()
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["device", "resolution", "bucket_start"], name="one_rollup_per_bucket"
-            )
-        ]
-        indexes = [models.Index(fields=["resolution", "bucket_start"])]
+        indexes = [TimeIndex(fields=["bucket_start"], name="devicerollup_time")]
 
     def __str__(self) -> str:
         return f"device {self.device_id} {self.resolution} from {self.bucket_start:%Y-%m-%d %H:%M}"

@@ -21,7 +21,12 @@ from devices.models import (
     TelemetrySource,
 )
 from devices.telemetry.sources import SourceError, collect, simulated_reading
-from devices.telemetry.store import device_index, record_readings
+from devices.telemetry.store import (
+    cached_device_index,
+    device_index,
+    held_devices,
+    record_readings,
+)
 
 __all__ = [
     "CycleResult",
@@ -93,10 +98,17 @@ def ingest_source(
     else:
         # Every device, not only the readings' Hostnames: dcgm-exporter's Hostname is its pod's
         # name unless configured otherwise, and a UUID needs no node to be found.
-        index = device_index()
+        index = cached_device_index()
+        # Only a MIG reading without its exporter's name can need who holds what now.
+        ambiguous = {
+            r.uuid
+            for r in collected.readings
+            if r.is_mig and index.partitions and index.ambiguous(r)
+        }
+        held = held_devices(ambiguous) if ambiguous else None
         matched, unmatched = [], 0
         for reading in collected.readings:
-            device = index.find(reading, collected.mig_names)
+            device = index.find(reading, collected.mig_names, held)
             if device is None:
                 unmatched += 1
             else:

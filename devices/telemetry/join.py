@@ -11,7 +11,7 @@ join would put one tenant's load on another's claim.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,10 +35,11 @@ class IndexedDevice:
     pci_bus_id: str
     profile: str
     state: str
+    # (driver, pool, device): computed once, read for every reading of every cycle.
+    key: tuple[str, str, str] = field(init=False, compare=False)
 
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.driver, self.pool_name, self.name)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (self.driver, self.pool_name, self.name))
 
 
 @dataclass
@@ -76,14 +77,32 @@ class DeviceIndex:
                 index.by_pci.setdefault((device.node_name, device.pci_bus_id), device)
         return index
 
-    def find(self, reading: Reading, mig_names: MigNames | None = None) -> IndexedDevice | None:
+    def find(
+        self,
+        reading: Reading,
+        mig_names: MigNames | None = None,
+        held: Container[tuple[str, str, str]] | None = None,
+    ) -> IndexedDevice | None:
+        """The device ``reading`` belongs to, or None. ``held``: the keys of the devices a claim
+        holds now, where the index's own ``state`` may be older (a cached index)."""
         if reading.is_mig:
-            return self._find_partition(reading, mig_names or {})
+            return self._find_partition(reading, mig_names or {}, held)
         if reading.uuid and reading.uuid in self.by_uuid:
             return self.by_uuid[reading.uuid]
         return self.by_pci.get((reading.hostname, reading.pci_bus_id))
 
-    def _find_partition(self, reading: Reading, mig_names: MigNames) -> IndexedDevice | None:
+    def ambiguous(self, reading: Reading) -> bool:
+        """A MIG reading only a claim's hold can place: several devices of its profile under its
+        parent GPU (see the module's docstring)."""
+        candidates = self.partitions.get(reading.uuid, [])
+        return sum(1 for d in candidates if d.profile == reading.profile) > 1
+
+    def _find_partition(
+        self,
+        reading: Reading,
+        mig_names: MigNames,
+        held: Container[tuple[str, str, str]] | None,
+    ) -> IndexedDevice | None:
         assert reading.gpu_instance_id is not None
         name = mig_names.get((reading.hostname, reading.uuid, reading.gpu_instance_id))
         if name:
@@ -95,5 +114,7 @@ class DeviceIndex:
         ]
         if len(candidates) == 1:
             return candidates[0]
-        held = [d for d in candidates if d.state in _HELD]
-        return held[0] if len(held) == 1 else None
+        holding = [
+            d for d in candidates if (d.key in held if held is not None else d.state in _HELD)
+        ]
+        return holding[0] if len(holding) == 1 else None

@@ -13,13 +13,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+import msgspec
 from prometheus_client.parser import text_string_to_metric_families
 
 __all__ = [
     "METRICS",
     "Reading",
     "SeriesKey",
+    "PROMETHEUS_LABELS",
+    "PrometheusError",
     "normalise_pci_bus_id",
+    "prometheus_query",
+    "readings_from_prometheus",
     "readings_from_series",
     "readings_from_text",
 ]
@@ -111,3 +116,95 @@ def readings_from_text(text: str) -> list[Reading]:
         for family in text_string_to_metric_families(text)
         for sample in family.samples
     )
+
+
+# The labels the join needs; a Prometheus query keeps only these (see prometheus_query).
+PROMETHEUS_LABELS = ("Hostname", "UUID", "pci_bus_id", "GPU_I_ID", "GPU_I_PROFILE")
+
+
+def prometheus_query(metric: str) -> str:
+    """The instant query for one series: one value per device, with only the labels the join
+    needs. Prometheus drops the rest (dcgm-exporter adds a dozen: pod, container, driver
+    version, …) instead of this process decoding them, and ``max`` folds a GPU scraped by
+    two jobs into one value. A recording rule of the same shape serves it as well."""
+    return f"max by ({', '.join(PROMETHEUS_LABELS)}) ({metric})"
+
+
+class PrometheusError(ValueError):
+    """A Prometheus answer that is not a successful instant vector."""
+
+
+# The instant-query answer, decoded straight into these (msgspec: no dict per series, labels
+# other than the join's skipped while parsing; gc=False since they hold no cycles). At 40,000
+# GPUs the six answers hold 240,000 series: the stdlib's json took ~1.8 s, this ~0.2 s.
+class _Labels(msgspec.Struct, gc=False):
+    Hostname: str = ""
+    UUID: str = ""
+    pci_bus_id: str = ""
+    GPU_I_ID: str = ""
+    GPU_I_PROFILE: str = ""
+
+
+class _Sample(msgspec.Struct, gc=False):
+    metric: _Labels
+    value: tuple[float, str]
+
+
+class _Data(msgspec.Struct, gc=False):
+    resultType: str  # noqa: N815 - Prometheus's name
+    result: list[_Sample]
+
+
+class _Answer(msgspec.Struct, gc=False):
+    status: str
+    data: _Data | None = None
+    errorType: str = ""  # noqa: N815 - Prometheus's name
+    error: str = ""
+
+
+_decoder = msgspec.json.Decoder(_Answer)
+
+
+def _vector(body: bytes) -> list[_Sample]:
+    try:
+        answer = _decoder.decode(body)
+    except msgspec.DecodeError as error:  # ValidationError is a DecodeError
+        raise PrometheusError(f"not an instant-query answer: {error}") from None
+    if answer.status != "success":
+        raise PrometheusError(
+            ": ".join(part for part in (answer.errorType, answer.error) if part) or answer.status
+        )
+    if answer.data is None or answer.data.resultType != "vector":
+        kind = answer.data.resultType if answer.data else "no data"
+        raise PrometheusError(f"expected an instant vector, got {kind}")
+    return answer.data.result
+
+
+def readings_from_prometheus(answers: Mapping[str, bytes]) -> list[Reading]:
+    """The readings in the answers to :func:`prometheus_query` of each metric (metric name →
+    answer body). Raises :class:`PrometheusError` for an answer that is not a vector."""
+    found: dict[tuple[str, str, str, str], Reading] = {}
+    isfinite = math.isfinite
+    for metric, body in answers.items():
+        field_name = METRICS[metric]
+        for sample in _vector(body):
+            labels = sample.metric
+            try:
+                value = float(sample.value[1])
+            except ValueError:
+                continue
+            if not isfinite(value):
+                continue
+            key = (labels.UUID, labels.GPU_I_ID, labels.Hostname, labels.pci_bus_id)
+            reading = found.get(key)
+            if reading is None:
+                instance = labels.GPU_I_ID
+                reading = found[key] = Reading(
+                    hostname=labels.Hostname,
+                    uuid=labels.UUID,
+                    pci_bus_id=normalise_pci_bus_id(labels.pci_bus_id),
+                    gpu_instance_id=int(instance) if instance.isdigit() else None,
+                    profile=labels.GPU_I_PROFILE,
+                )
+            reading.values[field_name] = value
+    return list(found.values())

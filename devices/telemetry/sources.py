@@ -5,8 +5,9 @@
   discovered: the mirrored pods of the exporter DaemonSet (``app.kubernetes.io/name:
   dra-portal-exporter``) by pod IP, else each GPU node's InternalIP, on ``exporter_port``.
   One unreachable exporter is counted and named; the others still count.
-* **prometheus**: one instant query of the six dcgm-exporter series through the HTTP API
-  (``/api/v1/query``), so recording rules or federation of dcgm-exporter feed it too.
+* **prometheus**: one instant query per dcgm-exporter series through the HTTP API
+  (``/api/v1/query``, ``max by`` the join's labels: one value per device, nothing else to
+  decode), so recording rules or federation of dcgm-exporter feed it too.
 * **simulated** (the demo): readings made up for every mirrored GPU and every MIG device a
   claim holds (other placements are not instances on a real GPU either), busy while
   a claim holds the device, idle otherwise, a few held devices deliberately idle; the same
@@ -24,11 +25,17 @@ import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 from devices.models import Device, DeviceState, Node, Pod, TelemetrySource
 from devices.telemetry.join import IndexedDevice, MigNames
-from devices.telemetry.readings import METRICS, Reading, readings_from_series, readings_from_text
+from devices.telemetry.readings import (
+    METRICS,
+    PrometheusError,
+    Reading,
+    prometheus_query,
+    readings_from_prometheus,
+    readings_from_text,
+)
 from devices.telemetry.store import device_index
 
 __all__ = ["Collected", "EXPORTER_LABEL", "collect", "exporter_targets", "simulated_reading"]
@@ -121,28 +128,32 @@ def _collect_exporters(source: TelemetrySource) -> Collected:
 
 
 def _collect_prometheus(source: TelemetrySource) -> Collected:
+    """One instant query per series (:func:`prometheus_query`), the six in parallel."""
     if not source.url:
         raise SourceError("no Prometheus URL configured")
-    query = '{__name__=~"' + "|".join(METRICS) + '"}'
-    url = f"{source.url.rstrip('/')}/api/v1/query?{urllib.parse.urlencode({'query': query})}"
+    base = f"{source.url.rstrip('/')}/api/v1/query"
+
+    def fetch(metric: str) -> bytes:
+        return _get(
+            f"{base}?{urllib.parse.urlencode({'query': prometheus_query(metric)})}",
+            source.timeout_seconds,
+        )
+
     try:
-        answer = json.loads(_get(url, source.timeout_seconds))
+        with ThreadPoolExecutor(max_workers=len(METRICS)) as pool:
+            answers = dict(zip(METRICS, pool.map(fetch, METRICS), strict=True))
+        readings = readings_from_prometheus(answers)
+    except urllib.error.HTTPError as error:
+        # Prometheus answers a bad query with 400 and its usual JSON error body.
+        detail = error.read(4096).decode("utf-8", "replace")
+        try:
+            readings_from_prometheus({next(iter(METRICS)): detail.encode()})
+        except PrometheusError as answer:
+            detail = str(answer)
+        raise SourceError(f"Prometheus at {source.url}: HTTP {error.code}: {detail}") from error
     except (OSError, ValueError, urllib.error.URLError) as error:
         raise SourceError(f"Prometheus at {source.url}: {error}") from error
-    if answer.get("status") != "success":
-        raise SourceError(f"Prometheus at {source.url}: {answer.get('error') or answer}")
-    results = (answer.get("data") or {}).get("result") or []
-
-    def series() -> Any:
-        for result in results:
-            labels = result.get("metric") or {}
-            try:
-                value = float(result["value"][1])
-            except (KeyError, IndexError, TypeError, ValueError):
-                continue
-            yield labels.get("__name__", ""), labels, value
-
-    return Collected(readings=readings_from_series(series()))
+    return Collected(readings=readings)
 
 
 def _unit(key: tuple[str, ...], minute: int, salt: str) -> float:

@@ -1,28 +1,47 @@
-"""Writes joined readings: the latest value per device (an upsert) and the raw samples
-(``COPY`` on PostgreSQL, ``bulk_create`` elsewhere)."""
+"""Writes joined readings: the latest value per device and the raw samples.
+
+On PostgreSQL a cycle is two statements whatever the cluster's size: one ``UPDATE … FROM
+unnest(arrays)`` of the latest-value rows and one ``COPY`` of the samples. Rows are inserted (a
+staged upsert) only for a device read for the first time or whose hardware identity changed;
+their ids are kept in this process between cycles. Elsewhere (SQLite) Django's bulk upsert.
+"""
 
 from __future__ import annotations
 
 import datetime
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 
+import psycopg
 from django.db import connection, transaction
+from django.db.models import Count, Max
 
-from devices.models import Device, DeviceSample, DeviceTelemetry, TelemetrySource
+from devices.models import Device, DeviceSample, DeviceState, DeviceTelemetry, TelemetrySource
 from devices.telemetry.join import DeviceIndex, IndexedDevice
 from devices.telemetry.readings import Reading
 
-__all__ = ["device_index", "record_readings"]
+__all__ = [
+    "cached_device_index",
+    "device_index",
+    "forget_cached_state",
+    "held_devices",
+    "record_readings",
+]
 
 _BATCH = 2000
 _SAMPLE_COLUMNS = (
     "device_id",
     "sampled_at",
+    "power_w",
+    "fb_used_mib",
     "gpu_util",
     "mem_copy_util",
-    "fb_used_mib",
-    "power_w",
     "temperature_c",
 )
+# A cached join index is rebuilt when the device rows change (count or newest id) or after this.
+_INDEX_TTL_SECONDS = 300.0
 
 
 def device_index() -> DeviceIndex:
@@ -30,14 +49,58 @@ def device_index() -> DeviceIndex:
     without their attributes, partitions with them (their ``profile``)."""
     devices = Device.objects.exclude(node_name="").order_by()
     columns = ("driver", "pool_name", "name", "node_name", "uuid", "parent_uuid", "pci_bus_id")
-    whole = devices.filter(parent_uuid="").values(*columns, "state")
+    whole = devices.filter(parent_uuid="").values_list(*columns, "state")
     partitions = devices.exclude(parent_uuid="").values(*columns, "state", "attributes")
     return DeviceIndex.from_rows(
         [
-            *whole,
+            *(dict(zip((*columns, "state"), row, strict=True)) for row in whole),
             *({**row, "profile": _attribute(row["attributes"], "profile")} for row in partitions),
         ]
     )
+
+
+@dataclass
+class _Cached:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    index: DeviceIndex | None = None
+    index_version: tuple[int, int | None] = (0, None)
+    index_built: float = 0.0
+    # (driver, pool, device) → (DeviceTelemetry id, identity columns as stored)
+    rows: dict[tuple[str, str, str], tuple[int, tuple]] = field(default_factory=dict)
+
+
+_cached = _Cached()
+
+
+def forget_cached_state() -> None:
+    """Drops this process's cached join index and row ids (tests; a schema reset)."""
+    with _cached.lock:
+        _cached.index = None
+        _cached.rows = {}
+
+
+def cached_device_index() -> DeviceIndex:
+    """:func:`device_index`, rebuilt only when devices were added or removed (their count or
+    newest id moved) or every five minutes. At 40,000 GPUs a build costs ~0.5 s, a check one
+    indexed aggregate. Its ``state`` may be old: ask :func:`held_devices` where it matters."""
+    version = Device.objects.exclude(node_name="").aggregate(n=Count("pk"), newest=Max("pk"))
+    key = (version["n"], version["newest"])
+    with _cached.lock:
+        fresh = time.monotonic() - _cached.index_built < _INDEX_TTL_SECONDS
+        if _cached.index is not None and _cached.index_version == key and fresh:
+            return _cached.index
+    index = device_index()
+    with _cached.lock:
+        _cached.index, _cached.index_version, _cached.index_built = index, key, time.monotonic()
+    return index
+
+
+def held_devices(parent_uuids: Iterable[str]) -> set[tuple[str, str, str]]:
+    """Keys of the partitions of ``parent_uuids`` a claim holds now (one query)."""
+    rows = Device.objects.filter(
+        parent_uuid__in=set(parent_uuids), state__in=[DeviceState.ALLOCATED, DeviceState.SHARED]
+    ).values_list("driver", "pool_name", "name")
+    return {(d, p, n) for d, p, n in rows}
 
 
 def _attribute(attributes: object, name: str) -> str:
@@ -49,8 +112,32 @@ def _attribute(attributes: object, name: str) -> str:
     return ""
 
 
-def _integer(value: float | None) -> int | None:
-    return None if value is None else round(value)
+def _values(reading: Reading) -> tuple:
+    """gpu_util, mem_copy_util, fb_used_mib, fb_total_mib, power_w, temperature_c."""
+    get = reading.values.get
+    util, copy, used, free = get("gpu_util"), get("mem_copy_util"), get("fb_used_mib"), None
+    if used is not None:
+        free = get("fb_free_mib")
+    temperature = get("temperature_c")
+    return (
+        None if util is None else round(util),
+        None if copy is None else round(copy),
+        None if used is None else round(used),
+        None if free is None else round(used + free),
+        get("power_w"),
+        None if temperature is None else round(temperature),
+    )
+
+
+def _identity(device: IndexedDevice, reading: Reading) -> tuple:
+    """node_name, uuid, parent_uuid, gpu_instance_id, pci_bus_id as the latest row keeps them."""
+    return (
+        device.node_name,
+        reading.uuid if not reading.is_mig else device.uuid,
+        reading.uuid if reading.is_mig else "",
+        reading.gpu_instance_id,
+        reading.pci_bus_id,
+    )
 
 
 @transaction.atomic
@@ -60,49 +147,101 @@ def record_readings(
     sampled_at: datetime.datetime,
 ) -> int:
     """Upserts the latest reading of each matched device and appends its raw sample; returns
-    the number of samples written. One device read twice in a cycle keeps the last reading."""
+    the number of samples written. A device read twice in a cycle (two label sets) gets
+    the values of both, the later reading's where both have one."""
     latest: dict[tuple[str, str, str], tuple[IndexedDevice, Reading]] = {}
     for device, reading in matched:
+        earlier = latest.get(device.key)
+        if earlier is not None:  # the same device under another label set: merge
+            reading = replace(reading, values={**earlier[1].values, **reading.values})
         latest[device.key] = (device, reading)
     if not latest:
         return 0
-    rows = [
-        (
-            device.driver,
-            device.pool_name,
-            device.name,
-            device.node_name,
-            reading.uuid if not reading.is_mig else device.uuid,
-            reading.uuid if reading.is_mig else "",
-            reading.gpu_instance_id,
-            reading.pci_bus_id,
-            source.pk,
-            source.is_simulated,
-            sampled_at,
-            _integer(reading.value("gpu_util")),
-            _integer(reading.value("mem_copy_util")),
-            _integer(reading.value("fb_used_mib")),
-            _integer(reading.fb_total_mib),
-            reading.value("power_w"),
-            _integer(reading.value("temperature_c")),
+    values = {key: _values(reading) for key, (_, reading) in latest.items()}
+    identities = {key: _identity(device, reading) for key, (device, reading) in latest.items()}
+    if connection.vendor == "postgresql":
+        ids = _update_latest(source, sampled_at, values, identities)
+    else:
+        ids = _upsert_latest(
+            [
+                (*key, *identities[key], source.pk, source.is_simulated, sampled_at, *values[key])
+                for key in latest
+            ]
         )
-        for device, reading in latest.values()
-    ]
-    ids = _upsert_latest(rows)
     samples = [
-        (
-            ids[key],
-            sampled_at,
-            _integer(reading.value("gpu_util")),
-            _integer(reading.value("mem_copy_util")),
-            _integer(reading.value("fb_used_mib")),
-            reading.value("power_w"),
-            _integer(reading.value("temperature_c")),
-        )
-        for key, (_, reading) in latest.items()
+        # device_id, sampled_at, power_w, fb_used_mib, gpu_util, mem_copy_util, temperature_c
+        (ids[key], sampled_at, v[4], v[2], v[0], v[1], v[5])
+        for key, v in values.items()
     ]
     _append_samples(samples)
     return len(samples)
+
+
+_UPDATE_LATEST = """
+    UPDATE devices_devicetelemetry AS t SET
+        source_id = %(source)s, is_simulated = %(simulated)s, sampled_at = %(at)s,
+        gpu_util = u.gpu_util, mem_copy_util = u.mem_copy_util, fb_used_mib = u.fb_used_mib,
+        fb_total_mib = u.fb_total_mib, power_w = u.power_w, temperature_c = u.temperature_c
+    FROM unnest(%(id)s::bigint[], %(gpu_util)s::smallint[], %(mem_copy_util)s::smallint[],
+                %(fb_used_mib)s::integer[], %(fb_total_mib)s::integer[],
+                %(power_w)s::double precision[], %(temperature_c)s::smallint[])
+        AS u(id, gpu_util, mem_copy_util, fb_used_mib, fb_total_mib, power_w, temperature_c)
+    WHERE t.id = u.id
+"""
+
+
+def _update_latest(
+    source: TelemetrySource,
+    sampled_at: datetime.datetime,
+    values: dict[tuple[str, str, str], tuple],
+    identities: dict[tuple[str, str, str], tuple],
+) -> dict[tuple[str, str, str], int]:
+    """The latest-value rows of ``values``' devices, written; ``key → id``."""
+    with _cached.lock:
+        known = dict(_cached.rows)
+    if known and DeviceTelemetry.objects.count() < len(known):
+        known = {}  # rows were deleted behind this process's back
+    update = {k: known[k][0] for k in values if k in known and known[k][1] == identities[k]}
+    insert = [k for k in values if k not in update]
+    ids: dict[tuple[str, str, str], int] = {}
+    if update:
+        columns = (
+            "gpu_util",
+            "mem_copy_util",
+            "fb_used_mib",
+            "fb_total_mib",
+            "power_w",
+            "temperature_c",
+        )
+        params: dict[str, object] = {
+            "source": source.pk,
+            "simulated": source.is_simulated,
+            "at": sampled_at,
+            "id": list(update.values()),
+        }
+        for position, column in enumerate(columns):
+            params[column] = [values[k][position] for k in update]
+        connection.ensure_connection()
+        # psycopg's own cursor binds on the server, sending the arrays in binary (Django's
+        # client-side binding quotes 280,000 values in Python at 40,000 GPUs: ~1.3 s).
+        with psycopg.Cursor(connection.connection) as cursor:
+            cursor.execute(_UPDATE_LATEST, params)
+            if cursor.rowcount == len(update):
+                ids.update(update)
+            else:  # some rows are gone: write all of them through the upsert
+                insert = list(values)
+    if insert:
+        inserted = _upsert_latest(
+            [
+                (*k, *identities[k], source.pk, source.is_simulated, sampled_at, *values[k])
+                for k in insert
+            ]
+        )
+        ids.update(inserted)
+        with _cached.lock:
+            for key in insert:
+                _cached.rows[key] = (inserted[key], identities[key])
+    return ids
 
 
 _LATEST_COLUMNS = (
@@ -168,6 +307,10 @@ def _upsert_latest(rows: list[tuple]) -> dict[tuple[str, str, str], int]:
     return {(d, p, n): pk for pk, d, p, n in found}
 
 
+def _copy_field(value: object) -> str:
+    return "\\N" if value is None else str(value)
+
+
 def _append_samples(samples: list[tuple]) -> None:
     if connection.vendor != "postgresql":
         DeviceSample.objects.bulk_create(
@@ -178,6 +321,13 @@ def _append_samples(samples: list[tuple]) -> None:
     quote = connection.ops.quote_name
     columns = ", ".join(quote(name) for name in _SAMPLE_COLUMNS)
     sql = f"COPY {quote(DeviceSample._meta.db_table)} ({columns}) FROM STDIN"
+    # One text buffer rather than a row at a time: psycopg's write_row costs ~8 µs a row.
+    # Every value is a number or None, and the cycle's time is one string.
+    moment = samples[0][1].isoformat()
+    text = "".join(
+        f"{row[0]}\t{moment}\t{_copy_field(row[2])}\t{_copy_field(row[3])}\t"
+        f"{_copy_field(row[4])}\t{_copy_field(row[5])}\t{_copy_field(row[6])}\n"
+        for row in samples
+    )
     with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
-        for row in samples:
-            copy.write_row(row)
+        copy.write(text)

@@ -22,6 +22,7 @@ from devices.models import Device, DeviceClass, Pod, SharedCounterSet
 from devices.tables import DeviceTable, human_bytes
 from devices.telemetry.reads import device_utilisation
 from dra.quantity import QuantityError, parse_quantity
+from portal.charts import time_range
 from portal.htmx import render_list, render_page, wants_fragment
 
 __all__ = [
@@ -207,7 +208,7 @@ def device_detail(request: HttpRequest, driver: str, pool: str, device: str) -> 
         "device": found,
         "holders": holders,
         "admin_holders": admin_holders,
-        "utilisation": device_utilisation(found),
+        "utilisation": device_utilisation(found, span=time_range(request.GET.get("range"))),
     }
     if wants_fragment(request):
         # The live part only: state, reason and holders (polled every few seconds).

@@ -16,6 +16,7 @@ from devices.models import Device, DeviceState, Node, ResourceSlice, SharedCount
 from devices.tables import NodeTable
 from devices.telemetry.reads import node_utilisation
 from devices.views.devices import attribute_rows, capacity_rows, pretty_json
+from portal.charts import time_range
 from portal.htmx import render_list, render_page, wants_fragment
 
 __all__ = ["node_detail", "node_list"]
@@ -139,6 +140,6 @@ def node_detail(request: HttpRequest, name: str) -> HttpResponse:
             for cs in SharedCounterSet.objects.filter(pool_filter)
         ],
         "raw_json": pretty_json(node.raw) if node else "",
-        "utilisation": node_utilisation(name),
+        "utilisation": node_utilisation(name, span=time_range(request.GET.get("range"))),
     }
     return render_page(request, "devices/node_detail.html", "node-devices", context)

@@ -135,10 +135,11 @@ def busier_portal(alice, bob, carol, root):
         ("root", "/tenants/?q=extra", 5),
         # tenant detail: the same for any number of members, namespaces, quotas and events;
         # usage against quota adds four (claims, their results with device memory, requests,
-        # quotas; claims' specs are parsed once per version, so the warm-up read them)
-        ("root", "/tenants/team-a/", 12),
-        ("alice", "/tenants/team-a/", 12),
-        ("bob", "/tenants/team-a/", 11),
+        # quotas; claims' specs are parsed once per version, so the warm-up read them), and
+        # GPU utilisation one (the tenant's usage rollups)
+        ("root", "/tenants/team-a/", 13),
+        ("alice", "/tenants/team-a/", 13),
+        ("bob", "/tenants/team-a/", 12),
         # tokens page: session, user, the tokens, the tenants' token-lifetime policy
         ("bob", "/account/tokens/", 4),
     ],

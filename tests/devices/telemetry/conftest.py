@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import re
 import threading
+import urllib.parse
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -13,7 +16,8 @@ GOLDEN = Path(__file__).resolve().parents[2] / "exporter" / "golden"
 # The exporter's golden output came from a fake node; here it runs on the fixture's A100 node.
 NODE = "dgx-a100-01"
 
-Routes = dict[str, tuple[int, str, bytes]]
+# path → (status, content type, body), or a function of the query string's parameters → body
+Routes = dict[str, tuple[int, str, bytes | Callable[[dict[str, list[str]]], bytes]]]
 
 
 @pytest.fixture
@@ -25,9 +29,10 @@ def http_server() -> Iterator[Callable[[Routes], str]]:
     def serve(routes: Routes) -> str:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                status, content_type, body = routes.get(
-                    self.path.split("?")[0], (404, "text/plain", b"not found")
-                )
+                path, _, query = self.path.partition("?")
+                status, content_type, body = routes.get(path, (404, "text/plain", b"not found"))
+                if callable(body):
+                    body = body(urllib.parse.parse_qs(query))
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
@@ -56,3 +61,33 @@ def exporter_routes() -> Routes:
         "/metrics": (200, "text/plain; version=0.0.4", metrics.encode()),
         "/devices": (200, "application/json", devices.encode()),
     }
+
+
+def fake_prometheus(*series: tuple[str, dict[str, str], float | str]) -> Callable[..., bytes]:
+    """An ``/api/v1/query`` body answering the ingest's ``max by (labels) (METRIC)`` queries
+    from ``(metric, labels, value)`` series as Prometheus would: that metric's series, only
+    the grouping labels, the largest value of each group. Any other query is a 400-style
+    error answer."""
+
+    def answer(params: dict[str, list[str]]) -> bytes:
+        query = (params.get("query") or [""])[0]
+        match = re.fullmatch(r"max by \(([^)]*)\) \((\w+)\)", query)
+        if match is None:
+            return json.dumps(
+                {"status": "error", "errorType": "bad_data", "error": f"cannot parse {query}"}
+            ).encode()
+        grouping = [label.strip() for label in match.group(1).split(",")]
+        groups: dict[tuple, float] = {}
+        for name, labels, value in series:
+            if name == match.group(2):
+                key = tuple((g, labels[g]) for g in grouping if labels.get(g))
+                groups[key] = max(groups.get(key, float("-inf")), float(value))
+        result = [
+            {"metric": dict(key), "value": [1700000000.0, str(value)]}
+            for key, value in groups.items()
+        ]
+        return json.dumps(
+            {"status": "success", "data": {"resultType": "vector", "result": result}}
+        ).encode()
+
+    return answer

@@ -45,8 +45,42 @@ def test_a_device_page_shows_its_latest_reading_and_last_day(client_as, bob):
 
     assert "87 %" in page and "40,960 MiB of 81,920 MiB (50.0 %)" in page
     assert "512 W" in page and "61 °C" in page
-    assert "<svg" in page and "40.0 % on average" in page
+    assert "<svg" in page and "GPU 40.0 % on average" in page
     assert "simulated" not in page and "stale" not in page
+
+
+def test_the_time_range_picker_reads_the_resolution_of_its_range(client_as, bob):
+    device = h100()
+    now = timezone.now()
+    reading = DeviceTelemetry.objects.create(
+        driver=device.driver,
+        pool_name=device.pool_name,
+        device_name=device.name,
+        node_name=device.node_name,
+        sampled_at=now,
+        gpu_util=50,
+        fb_total_mib=1000,
+    )
+    for days, util in ((3, 10.0), (2, 30.0)):  # hourly buckets within the week only
+        DeviceRollup.objects.create(
+            device=reading,
+            resolution=Resolution.HOUR,
+            bucket_start=now - datetime.timedelta(days=days),
+            samples=240,
+            gpu_util_avg=util,
+            fb_used_mib_avg=500.0,
+        )
+    client = client_as(bob)
+
+    day = client.get(device.get_absolute_url()).content.decode()
+    week = client.get(f"{device.get_absolute_url()}?range=7d").content.decode()
+
+    assert "No readings in the last 24 h" in day
+    assert "Last 7 d, hourly averages; GPU 20.0 % on average." in week
+    assert ": 50%</title>" in week  # memory: 500 of 1,000 MiB
+    assert 'href="?range=7d" aria-current="true"' in week
+    # The picker swaps the live fragment, which then polls the URL with the range.
+    assert 'hx-select="#device-status"' in week
 
 
 def test_an_old_reading_is_shown_stale_and_a_simulated_one_says_so(client_as, bob):
