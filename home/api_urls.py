@@ -5,6 +5,7 @@ from rest_framework.routers import DefaultRouter
 
 from claims.api.urls import PATHS as CLAIM_PATHS
 from claims.api.urls import ROUTES as CLAIM_ROUTES
+from devices.api.urls import PATHS as DEVICE_PATHS
 from devices.api.urls import ROUTES as DEVICE_ROUTES
 from mirror.api import ROUTES as MIRROR_ROUTES
 from portal.api import views
@@ -21,5 +22,6 @@ for prefix, viewset, basename in [*DEVICE_ROUTES, *CLAIM_ROUTES, *MIRROR_ROUTES]
 urlpatterns = [
     path("me/", views.CurrentUserView.as_view(), name="me"),
     *CLAIM_PATHS,
+    *DEVICE_PATHS,
     path("", include(router.urls)),
 ]

@@ -13,6 +13,11 @@ ROUTES = [
 PATHS = [
     path("tenants/<str:slug>/usage/", views.TenantUsageView.as_view(), name="tenant-usage"),
     path(
+        "tenants/<str:slug>/utilisation/",
+        views.TenantUtilisationView.as_view(),
+        name="tenant-utilisation",
+    ),
+    path(
         "reports/allocation-hours/", reports.AllocationHoursView.as_view(), name="allocation-hours"
     ),
 ]

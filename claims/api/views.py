@@ -35,12 +35,19 @@ from claims.access import get_claim_for_user, get_request_for_user
 from claims.approvals import approve_request, deny_request, may_decide
 from claims.filtersets import ClaimRequestFilterSet, ResourceClaimFilterSet
 from claims.fit import would_it_fit
-from claims.models import REQUEST_ID_LABEL, ClaimRequest, ResourceClaim
+from claims.models import REQUEST_ID_LABEL, ClaimRequest, ResourceClaim, UsageRollup
 from claims.quota import quota_report
 from claims.services import QuotaExceeded, release_request, renew_request, submit_request
 from claims.specs import SpecErrors
+from claims.utilisation import claim_utilisation, scope_utilisation
 from portal.access import get_tenant_for_user
 from portal.api.parsers import BoundedJSONParser
+from portal.api.utilisation import (
+    RANGE_PARAMETER,
+    UTILISATION_RESPONSE,
+    requested_range,
+    utilisation_response,
+)
 
 from .serializers import (
     ClaimInputSerializer,
@@ -54,7 +61,12 @@ from .serializers import (
     TenantUsageSerializer,
 )
 
-__all__ = ["ClaimRequestViewSet", "ResourceClaimViewSet", "TenantUsageView"]
+__all__ = [
+    "ClaimRequestViewSet",
+    "ResourceClaimViewSet",
+    "TenantUsageView",
+    "TenantUtilisationView",
+]
 
 IDEMPOTENCY_KEY_MAX = 200  # ClaimRequest.idempotency_key
 
@@ -79,6 +91,30 @@ class ResourceClaimViewSet(viewsets.ReadOnlyModelViewSet):
         if not name:
             raise Http404("Address a claim as <namespace>/<name>.")
         return get_claim_for_user(self.request.user, namespace, name)
+
+    @extend_schema(
+        summary="A claim's GPU utilisation over a time range",
+        description=(
+            "The utilisation of the devices the claim held, per 5-minute (up to 24h) or hourly "
+            "bucket, weighted by device-time: counted once however many pods share the claim, "
+            "devices it only observes (admin access) not counted. ``lifetime_average`` and "
+            "``device_hours`` cover its whole life."
+        ),
+        parameters=[RANGE_PARAMETER],
+        responses=UTILISATION_RESPONSE,
+    )
+    @action(detail=True, methods=["get"], url_path="utilisation", pagination_class=None)
+    def utilisation(self, request: Request, key: str) -> Response:
+        claim = self.get_object()
+        span = requested_range(request)
+        found = claim_utilisation(claim, span=span)
+        return utilisation_response(
+            span,
+            {"gpu_util": found.history if found else []},
+            simulated=bool(found and found.is_simulated),
+            lifetime_average=found.average if found else None,
+            device_hours=found.device_hours if found else 0,
+        )
 
 
 # --- claim requests ------------------------------------------------------------------------------
@@ -508,3 +544,23 @@ class TenantUsageView(APIView):
             {"device_class": name, "check": check} for name, check in quota_report(tenant).items()
         ]
         return Response(TenantUsageSerializer({"tenant": tenant.slug, "classes": classes}).data)
+
+
+class TenantUtilisationView(APIView):
+    """A tenant's GPU utilisation: its claims' devices, weighted by device-time."""
+
+    @extend_schema(
+        summary="A tenant's GPU utilisation over a time range",
+        parameters=[RANGE_PARAMETER],
+        responses=UTILISATION_RESPONSE,
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        tenant = get_tenant_for_user(request.user, slug)
+        span = requested_range(request)
+        found = scope_utilisation(UsageRollup.Scope.TENANT, tenant.slug, span)
+        return utilisation_response(
+            span,
+            {"gpu_util": found.history if found else []},
+            simulated=bool(found and found.is_simulated),
+            device_hours=found.device_hours if found else [],
+        )

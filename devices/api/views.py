@@ -19,6 +19,7 @@ from rest_framework import renderers, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from devices.filtersets import (
     DeviceClassFilterSet,
@@ -27,7 +28,14 @@ from devices.filtersets import (
     ResourceSliceFilterSet,
 )
 from devices.models import Device, DeviceClass, Node, ResourceSlice
+from devices.telemetry.reads import device_utilisation, node_utilisation
 from devices.views.devices import get_device
+from portal.api.utilisation import (
+    RANGE_PARAMETER,
+    UTILISATION_RESPONSE,
+    requested_range,
+    utilisation_response,
+)
 
 from .serializers import (
     DeviceClassSerializer,
@@ -38,6 +46,7 @@ from .serializers import (
 
 __all__ = [
     "DeviceClassViewSet",
+    "DeviceUtilisationView",
     "DeviceViewSet",
     "NodeViewSet",
     "ResourceSliceViewSet",
@@ -88,6 +97,31 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_serializer_context(self) -> dict[str, Any]:
         return {**super().get_serializer_context(), "gpu_models": getattr(self, "_gpu_models", {})}
+
+    @extend_schema(
+        summary="A node's GPU utilisation over a time range",
+        description=(
+            "The average over the node's devices per point, and memory used as a percentage "
+            "of their memory. Empty series when nothing on the node was read in the range."
+        ),
+        parameters=[RANGE_PARAMETER],
+        responses=UTILISATION_RESPONSE,
+    )
+    @action(detail=True, methods=["get"], url_path="utilisation", pagination_class=None)
+    def utilisation(self, request: Request, name: str) -> Response:
+        node = self.get_object()
+        span = requested_range(request)
+        found = node_utilisation(node.name, span=span)
+        return utilisation_response(
+            span,
+            {
+                "gpu_util": found.history if found else [],
+                "memory_used": found.memory_history if found else [],
+            },
+            simulated=bool(found and found.is_simulated),
+            stale=bool(found and found.is_stale),
+            devices_read=len(found.readings) if found else 0,
+        )
 
 
 class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
@@ -179,3 +213,28 @@ class ResourceSliceViewSet(viewsets.ReadOnlyModelViewSet):
     lookup_field = "name"
     lookup_value_regex = NAME
     queryset = ResourceSlice.objects.all()
+
+
+class DeviceUtilisationView(APIView):
+    """A device's utilisation. Routed before the device router (``devices.api.urls.PATHS``):
+    the device detail route's pool segment may hold ``/``, so it would swallow this suffix."""
+
+    @extend_schema(
+        summary="A device's GPU utilisation over a time range",
+        description="GPU utilisation, and memory used as a percentage of the device's memory.",
+        parameters=[RANGE_PARAMETER],
+        responses=UTILISATION_RESPONSE,
+    )
+    def get(self, request: Request, driver: str, pool: str, device: str) -> Response:
+        found_device = get_device(request.user, driver, pool, device)
+        span = requested_range(request)
+        found = device_utilisation(found_device, span=span)
+        return utilisation_response(
+            span,
+            {
+                "gpu_util": found.history if found else [],
+                "memory_used": found.memory_history if found else [],
+            },
+            simulated=bool(found and found.reading.is_simulated),
+            stale=bool(found and found.is_stale),
+        )
