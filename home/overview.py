@@ -6,22 +6,30 @@ cluster is connected yet.
 
 from __future__ import annotations
 
+import datetime
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Avg, Count, Exists, OuterRef, Q
+from django.db.models import Avg, Count, Exists, Max, OuterRef, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from claims.models import ResourceClaim
-from devices.models import Device, DeviceState, DeviceTelemetry, Node, TelemetrySource
+from claims.models import ResourceClaim, UsageRollup
+from devices.models import (
+    Device,
+    DeviceState,
+    DeviceTelemetry,
+    Node,
+    Resolution,
+    TelemetrySource,
+)
 from devices.telemetry.reads import STALE_AFTER
 from mirror.models import MirrorStatus
 
-__all__ = ["cluster_overview"]
+__all__ = ["cluster_overview", "tenant_utilisation"]
 
 
 def _gpus_by_model(dra_gpus: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -87,6 +95,7 @@ def cluster_overview(user: AbstractBaseUser | AnonymousUser) -> dict[str, Any] |
         "tainted_count": states["tainted"],
         "claims": claims,
         "stale_mirror": list(MirrorStatus.objects.stale().only("kind", "last_seen_at")),
+        "mirror": MirrorStatus.objects.aggregate(kinds=Count("pk"), last_seen=Max("last_seen_at")),
         "telemetry": _telemetry(),
     }
 
@@ -112,5 +121,34 @@ def _telemetry() -> dict[str, Any]:
     return {
         **readings,
         "has_sources": bool(sources),
+        "sources": sources,
         "stale_sources": [source for source in sources if source.is_stale(now)],
+        "last_success": max(
+            (s.last_success_at for s in sources if s.last_success_at is not None), default=None
+        ),
     }
+
+
+def tenant_utilisation(slugs: list[str]) -> dict[str, dict[str, Any]]:
+    """Per tenant slug, its last 24 h from the per-tenant usage rollups (one query): GPU
+    utilisation per 5 minutes (``history``), its ``average``, and ``devices``, the devices its
+    claims held in the newest bucket (device-seconds over the bucket's 300 s)."""
+    if not slugs:
+        return {}
+    since = timezone.now() - datetime.timedelta(hours=24)
+    rows = UsageRollup.objects.filter(
+        scope=UsageRollup.Scope.TENANT,
+        key__in=slugs,
+        resolution=Resolution.FIVE_MINUTES,
+        bucket_start__gte=since,
+    ).values_list("key", "bucket_start", "gpu_util_avg", "device_seconds", "is_simulated")
+    found: dict[str, dict[str, Any]] = {}
+    for slug, bucket, util, seconds, simulated in sorted(rows, key=lambda r: (r[0], r[1])):
+        entry = found.setdefault(slug, {"history": [], "simulated": False})
+        entry["history"].append((bucket, util))
+        entry["devices"] = round(seconds / Resolution.FIVE_MINUTES.seconds, 1)
+        entry["simulated"] = entry["simulated"] or simulated
+    for entry in found.values():
+        values = [v for _, v in entry["history"] if v is not None]
+        entry["average"] = round(sum(values) / len(values)) if values else None
+    return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 
-from home.overview import cluster_overview
+from home.overview import cluster_overview, tenant_utilisation
 from portal.htmx import render_page, wants_fragment
 from portal.models import ApiToken, Quota, Tenant
 
@@ -19,8 +19,12 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     if wants_fragment(request):
         return render_page(request, "home/dashboard.html", "cluster-live", {"cluster": cluster})
     tenants = Tenant.objects.visible_to(request.user).prefetch_related("namespaces")
+    shown = list(tenants[:8])
+    usage = tenant_utilisation([t.slug for t in shown])
+    for tenant in shown:
+        tenant.utilisation = usage.get(tenant.slug)  # type: ignore[attr-defined]
     context = {
-        "tenants": tenants[:8],
+        "tenants": shown,
         "tenant_count": tenants.count(),
         "quota_count": Quota.objects.visible_to(request.user).count(),
         "token_count": ApiToken.objects.filter(user=request.user).usable().count(),

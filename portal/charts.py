@@ -129,7 +129,7 @@ def line_chart(
 
     parts = [
         f'<svg class="chart" viewBox="0 0 {_WIDTH} {_HEIGHT}" role="img" '
-        f'aria-label="{escape(title)}" preserveAspectRatio="xMidYMid meet">',
+        f'aria-label="{escape(title)}" preserveAspectRatio="xMinYMid meet">',
         f"<title>{escape(title)}</title>",
     ]
     for fraction in (0.0, 0.5, 1.0):

@@ -76,12 +76,12 @@ def test_the_dashboard_costs_a_fixed_number_of_queries(
     client.get("/")  # the process's allocation index is built once (usage estimates use it)
     # session, user, tenants (2: the page and their namespaces), tenant count, quota count,
     # token count, nodes, device states, GPUs by model, device-plugin GPUs, claims, ready nodes,
-    # the mirror's stale kinds, telemetry (readings, sources); usage against quota per tenant
-    # shown (at most 3 tenants):
+    # the mirror's stale kinds and its health, telemetry (readings, sources), the tenants' 24 h
+    # of GPU utilisation; usage against quota per tenant shown (at most 3 tenants):
     # claims, their results with device memory, requests, quotas and the warm index's
     # catch-up (the warm-up read the claims' specs, which are parsed once per version, and
     # cached the navigation's "does alice administer a tenant")
-    with django_assert_num_queries(20):
+    with django_assert_num_queries(22):
         client.get("/")
 
 
@@ -94,9 +94,9 @@ def test_the_cluster_card_and_the_mirror_banner_refresh_by_themselves(
     client = client_as(bob)
     assert 'id="cluster-live"' in client.get("/").content.decode()
     # session, user, node count, device states, GPUs by model, device-plugin GPUs, claims,
-    # ready nodes, stale kinds, telemetry (readings, sources): the card only, not the tenants
-    # and tokens around it
-    with django_assert_num_queries(11):
+    # ready nodes, stale kinds, mirror health, telemetry (readings, sources): the card only,
+    # not the tenants and tokens around it
+    with django_assert_num_queries(12):
         body = client.get("/", headers={"HX-Request": "true"}).content.decode()
     assert "<html" not in body and "GPUs by model" in body
     assert 'id="mirror-banner" hx-swap-oob="true"' in body
@@ -112,14 +112,40 @@ def test_the_dashboard_shows_utilisation_and_stale_telemetry(client_as, bob, mir
     from devices.telemetry.ingest import ingest_source
 
     page = client_as(bob).get("/").content.decode()
-    assert "No telemetry source configured" in page
+    assert "No telemetry source configured" in page and "Telemetry: no source configured" in page
 
     source = TelemetrySource.objects.create(name="demo", kind="simulated")
     ingest_source(source)
     page = client_as(bob).get("/").content.decode()
     assert "on average on the devices claims hold" in page and ">simulated<" in page
+    assert "Telemetry: 1 source reading, last cycle" in page
 
     TelemetrySource.objects.update(last_success_at=timezone.now() - datetime.timedelta(hours=1))
     DeviceTelemetry.objects.update(sampled_at=timezone.now() - datetime.timedelta(hours=1))
     page = client_as(bob).get("/").content.decode()
     assert "No current reading" in page and "telemetry source <span" in page
+    assert "Telemetry: 1 of 1 source stale" in page
+
+
+def test_the_dashboard_shows_each_tenants_last_day(client_as, alice, mirrored_cluster):
+    import datetime
+
+    from django.utils import timezone
+
+    from claims.models import UsageRollup
+
+    assert "No GPU use in the last 24 h." in client_as(alice).get("/").content.decode()
+    now = timezone.now()
+    for minutes, util in ((20, 30.0), (10, 50.0)):
+        UsageRollup.objects.create(
+            scope="tenant",
+            key="team-a",
+            resolution="5m",
+            bucket_start=now - datetime.timedelta(minutes=minutes),
+            device_seconds=600,  # two devices for the whole bucket
+            gpu_util_avg=util,
+        )
+
+    page = client_as(alice).get("/").content.decode()
+
+    assert "GPU 40 % · 2 devices held" in page and 'class="sparkline"' in page
