@@ -160,10 +160,59 @@ def serve(state: dict) -> str:
     return f"http://127.0.0.1:{server.server_address[1]}"
 
 
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def page_timings(nodes: int, rounds: int) -> None:
+    """The pages that read telemetry, at this scale: p50/p95 over ``rounds`` requests each
+    (after a warm-up), as a portal admin, the Django test client in this process."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+    from django.urls import NoReverseMatch, reverse
+
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")
+    user, _ = get_user_model().objects.update_or_create(
+        username="bench-staff", defaults={"is_staff": True, "is_superuser": True}
+    )
+    client = Client()
+    client.force_login(user)
+    cases = [("dashboard", "/", 150.0)]
+    for i in range(3):
+        node = f"node-{(i * 7919) % nodes:05d}"
+        cases.append((f"node page ({node})", reverse("node-detail", args=[node]), 100.0))
+    try:
+        for i in range(3):
+            node = f"node-{(i * 7919) % nodes:05d}"
+            cases.append((f"node topology ({node})", reverse("node-topology", args=[node]), 100.0))
+    except NoReverseMatch:
+        pass
+    for label, url, target in cases:
+        for _ in range(3):
+            response = client.get(url)
+        assert response.status_code == 200, (url, response.status_code)
+        timings = []
+        for _ in range(rounds):
+            began = time.perf_counter()
+            client.get(url)
+            timings.append((time.perf_counter() - began) * 1000)
+        p95 = percentile(timings, 0.95)
+        report(
+            f"{label} p50 / p95",
+            f"{percentile(timings, 0.5):.0f} / {p95:.0f} ms",
+            f"p95 ≤ {target:.0f} ms",
+            p95 <= target,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--cycles", type=int, default=20)
+    parser.add_argument("--page-rounds", type=int, default=40)
     args = parser.parse_args()
 
     import django
@@ -259,6 +308,8 @@ def main() -> None:
         "at 40,000 GPUs: written per day (raw samples included)",
         f"{written_per_day * scale / 2**30:.1f} GiB",
     )
+    if args.page_rounds:
+        page_timings(args.nodes, args.page_rounds)
 
 
 if __name__ == "__main__":
