@@ -147,12 +147,24 @@ class _Labels(msgspec.Struct, gc=False):
 
 class _Sample(msgspec.Struct, gc=False):
     metric: _Labels
+    # Prometheus sends the value as a string: read as a number while parsing (strict=False),
+    # except for the spellings msgspec does not take ("+Inf"): then as text (_TextSample).
+    value: tuple[float, float]
+
+
+class _TextSample(msgspec.Struct, gc=False):
+    metric: _Labels
     value: tuple[float, str]
 
 
 class _Data(msgspec.Struct, gc=False):
     resultType: str  # noqa: N815 - Prometheus's name
     result: list[_Sample]
+
+
+class _TextData(msgspec.Struct, gc=False):
+    resultType: str  # noqa: N815 - Prometheus's name
+    result: list[_TextSample]
 
 
 class _Answer(msgspec.Struct, gc=False):
@@ -162,13 +174,27 @@ class _Answer(msgspec.Struct, gc=False):
     error: str = ""
 
 
-_decoder = msgspec.json.Decoder(_Answer)
+class _TextAnswer(msgspec.Struct, gc=False):
+    status: str
+    data: _TextData | None = None
+    errorType: str = ""  # noqa: N815 - Prometheus's name
+    error: str = ""
 
 
-def _vector(body: bytes) -> list[_Sample]:
+_decoder = msgspec.json.Decoder(_Answer, strict=False)
+_text_decoder = msgspec.json.Decoder(_TextAnswer)
+
+
+def _vector(body: bytes) -> list[_Sample] | list[_TextSample]:
+    answer: _Answer | _TextAnswer
     try:
         answer = _decoder.decode(body)
-    except msgspec.DecodeError as error:  # ValidationError is a DecodeError
+    except msgspec.ValidationError:
+        try:
+            answer = _text_decoder.decode(body)
+        except msgspec.DecodeError as error:  # ValidationError is a DecodeError
+            raise PrometheusError(f"not an instant-query answer: {error}") from None
+    except msgspec.DecodeError as error:
         raise PrometheusError(f"not an instant-query answer: {error}") from None
     if answer.status != "success":
         raise PrometheusError(
@@ -189,10 +215,12 @@ def readings_from_prometheus(answers: Mapping[str, bytes]) -> list[Reading]:
         field_name = METRICS[metric]
         for sample in _vector(body):
             labels = sample.metric
-            try:
-                value = float(sample.value[1])
-            except ValueError:
-                continue
+            value = sample.value[1]
+            if value.__class__ is not float:
+                try:
+                    value = float(value)
+                except ValueError:
+                    continue
             if not isfinite(value):
                 continue
             key = (labels.UUID, labels.GPU_I_ID, labels.Hostname, labels.pci_bus_id)

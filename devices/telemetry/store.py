@@ -1,8 +1,8 @@
 """Writes joined readings: the latest value per device and the raw samples.
 
-On PostgreSQL a cycle is two statements whatever the cluster's size: one ``UPDATE … FROM
-unnest(arrays)`` of the latest-value rows and one ``COPY`` of the samples. Rows are inserted (a
-staged upsert) only for a device read for the first time or whose hardware identity changed;
+On PostgreSQL a cycle is two statements whatever the cluster's size: one ``COPY`` of the
+samples and one ``UPDATE … FROM`` them of the latest-value rows. Rows are inserted (a staged
+upsert) only for a device read for the first time or whose identity or memory size changed;
 their ids are kept in this process between cycles. Elsewhere (SQLite) Django's bulk upsert.
 """
 
@@ -14,7 +14,6 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-import psycopg
 from django.db import connection, transaction
 from django.db.models import Count, Max
 
@@ -130,13 +129,16 @@ def _values(reading: Reading) -> tuple:
 
 
 def _identity(device: IndexedDevice, reading: Reading) -> tuple:
-    """node_name, uuid, parent_uuid, gpu_instance_id, pci_bus_id as the latest row keeps them."""
+    """node_name, uuid, parent_uuid, gpu_instance_id, pci_bus_id as the latest row keeps them,
+    and fb_total_mib: what a sample does not carry, so a change goes through the upsert."""
+    total = reading.fb_total_mib
     return (
         device.node_name,
         reading.uuid if not reading.is_mig else device.uuid,
         reading.uuid if reading.is_mig else "",
         reading.gpu_instance_id,
         reading.pci_bus_id,
+        None if total is None else round(total),
     )
 
 
@@ -157,91 +159,74 @@ def record_readings(
         latest[device.key] = (device, reading)
     if not latest:
         return 0
-    values = {key: _values(reading) for key, (_, reading) in latest.items()}
-    identities = {key: _identity(device, reading) for key, (device, reading) in latest.items()}
-    if connection.vendor == "postgresql":
-        ids = _update_latest(source, sampled_at, values, identities)
-    else:
-        ids = _upsert_latest(
-            [
-                (*key, *identities[key], source.pk, source.is_simulated, sampled_at, *values[key])
-                for key in latest
-            ]
-        )
-    samples = [
-        # device_id, sampled_at, power_w, fb_used_mib, gpu_util, mem_copy_util, temperature_c
-        (ids[key], sampled_at, v[4], v[2], v[0], v[1], v[5])
-        for key, v in values.items()
-    ]
-    _append_samples(samples)
-    return len(samples)
 
+    def row(key: tuple[str, str, str], identity: tuple, values: tuple) -> tuple:
+        return (*key, *identity[:5], source.pk, source.is_simulated, sampled_at, *values)
 
-_UPDATE_LATEST = """
-    UPDATE devices_devicetelemetry AS t SET
-        source_id = %(source)s, is_simulated = %(simulated)s, sampled_at = %(at)s,
-        gpu_util = u.gpu_util, mem_copy_util = u.mem_copy_util, fb_used_mib = u.fb_used_mib,
-        fb_total_mib = u.fb_total_mib, power_w = u.power_w, temperature_c = u.temperature_c
-    FROM unnest(%(id)s::bigint[], %(gpu_util)s::smallint[], %(mem_copy_util)s::smallint[],
-                %(fb_used_mib)s::integer[], %(fb_total_mib)s::integer[],
-                %(power_w)s::double precision[], %(temperature_c)s::smallint[])
-        AS u(id, gpu_util, mem_copy_util, fb_used_mib, fb_total_mib, power_w, temperature_c)
-    WHERE t.id = u.id
-"""
-
-
-def _update_latest(
-    source: TelemetrySource,
-    sampled_at: datetime.datetime,
-    values: dict[tuple[str, str, str], tuple],
-    identities: dict[tuple[str, str, str], tuple],
-) -> dict[tuple[str, str, str], int]:
-    """The latest-value rows of ``values``' devices, written; ``key → id``."""
+    if connection.vendor != "postgresql":
+        entries = [(k, _identity(d, r), _values(r)) for k, (d, r) in latest.items()]
+        ids = _upsert_latest([row(*entry) for entry in entries])
+        _append_samples([(ids[k], sampled_at, *v) for k, _, v in entries])
+        return len(ids)
+    # Devices whose latest row this process knows with the same identity are updated from
+    # their sample below; the others (new, changed, or not known here) are upserted first.
     with _cached.lock:
         known = dict(_cached.rows)
     if known and DeviceTelemetry.objects.count() < len(known):
         known = {}  # rows were deleted behind this process's back
-    update = {k: known[k][0] for k in values if k in known and known[k][1] == identities[k]}
-    insert = [k for k in values if k not in update]
-    ids: dict[tuple[str, str, str], int] = {}
-    if update:
-        columns = (
-            "gpu_util",
-            "mem_copy_util",
-            "fb_used_mib",
-            "fb_total_mib",
-            "power_w",
-            "temperature_c",
-        )
-        params: dict[str, object] = {
-            "source": source.pk,
-            "simulated": source.is_simulated,
-            "at": sampled_at,
-            "id": list(update.values()),
-        }
-        for position, column in enumerate(columns):
-            params[column] = [values[k][position] for k in update]
-        connection.ensure_connection()
-        # psycopg's own cursor binds on the server, sending the arrays in binary (Django's
-        # client-side binding quotes 280,000 values in Python at 40,000 GPUs: ~1.3 s).
-        with psycopg.Cursor(connection.connection) as cursor:
-            cursor.execute(_UPDATE_LATEST, params)
-            if cursor.rowcount == len(update):
-                ids.update(update)
-            else:  # some rows are gone: write all of them through the upsert
-                insert = list(values)
-    if insert:
-        inserted = _upsert_latest(
-            [
-                (*k, *identities[k], source.pk, source.is_simulated, sampled_at, *values[k])
-                for k in insert
-            ]
-        )
-        ids.update(inserted)
+    moment = sampled_at.isoformat()
+    lines: list[str] = []  # COPY text of the samples, built in the one pass over the devices
+    fresh: list[tuple[tuple[str, str, str], tuple, tuple]] = []
+    for key, (device, reading) in latest.items():
+        identity, values = _identity(device, reading), _values(reading)
+        entry = known.get(key)
+        if entry is not None and entry[1] == identity:
+            lines.append(_sample_line(entry[0], moment, values))
+        else:
+            fresh.append((key, identity, values))
+    updated = len(lines)
+    if fresh:
+        inserted = _upsert_latest([row(*entry) for entry in fresh])
         with _cached.lock:
-            for key in insert:
-                _cached.rows[key] = (inserted[key], identities[key])
-    return ids
+            for key, identity, values in fresh:
+                _cached.rows[key] = (inserted[key], identity)
+                lines.append(_sample_line(inserted[key], moment, values))
+    _copy_samples("".join(lines))
+    if updated:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _UPDATE_FROM_SAMPLES,
+                {"source": source.pk, "simulated": source.is_simulated, "at": sampled_at},
+            )
+            if cursor.rowcount < updated:  # rows deleted meanwhile: the next cycle adds them
+                forget_cached_state()
+    return len(lines)
+
+
+_NULL = "\\N"
+
+
+def _sample_line(device_id: int, moment: str, values: tuple) -> str:
+    """One sample as a line of COPY text (every value a number or None)."""
+    util, copy, used, _, power, temperature = values
+    return (
+        f"{device_id}\t{moment}\t{_NULL if power is None else power}\t"
+        f"{_NULL if used is None else used}\t{_NULL if util is None else util}\t"
+        f"{_NULL if copy is None else copy}\t{_NULL if temperature is None else temperature}\n"
+    )
+
+
+# The latest-value rows of the cycle's known devices, from the samples just written: no
+# parameter per device (40,000 GPUs' values as array parameters cost ~1 s to encode in
+# Python); rows the upsert wrote this cycle already carry its time and are left alone.
+_UPDATE_FROM_SAMPLES = """
+    UPDATE devices_devicetelemetry AS t SET
+        source_id = %(source)s, is_simulated = %(simulated)s, sampled_at = s.sampled_at,
+        gpu_util = s.gpu_util, mem_copy_util = s.mem_copy_util, fb_used_mib = s.fb_used_mib,
+        power_w = s.power_w, temperature_c = s.temperature_c
+    FROM devices_devicesample AS s
+    WHERE s.sampled_at = %(at)s AND t.id = s.device_id AND t.sampled_at <> s.sampled_at
+"""
 
 
 _LATEST_COLUMNS = (
@@ -307,27 +292,31 @@ def _upsert_latest(rows: list[tuple]) -> dict[tuple[str, str, str], int]:
     return {(d, p, n): pk for pk, d, p, n in found}
 
 
-def _copy_field(value: object) -> str:
-    return "\\N" if value is None else str(value)
-
-
 def _append_samples(samples: list[tuple]) -> None:
-    if connection.vendor != "postgresql":
-        DeviceSample.objects.bulk_create(
-            [DeviceSample(**dict(zip(_SAMPLE_COLUMNS, row, strict=True))) for row in samples],
-            batch_size=_BATCH,
-        )
-        return
+    """``(device_id, sampled_at, gpu_util, mem_copy_util, fb_used_mib, fb_total_mib, power_w,
+    temperature_c)`` rows, through Django (SQLite)."""
+    DeviceSample.objects.bulk_create(
+        [
+            DeviceSample(
+                device_id=device_id,
+                sampled_at=at,
+                gpu_util=util,
+                mem_copy_util=copy,
+                fb_used_mib=used,
+                power_w=power,
+                temperature_c=temperature,
+            )
+            for device_id, at, util, copy, used, _, power, temperature in samples
+        ],
+        batch_size=_BATCH,
+    )
+
+
+def _copy_samples(text: str) -> None:
+    """COPY of sample lines (:func:`_sample_line`), one buffer: psycopg's ``write_row`` costs
+    ~8 µs a row."""
     quote = connection.ops.quote_name
     columns = ", ".join(quote(name) for name in _SAMPLE_COLUMNS)
     sql = f"COPY {quote(DeviceSample._meta.db_table)} ({columns}) FROM STDIN"
-    # One text buffer rather than a row at a time: psycopg's write_row costs ~8 µs a row.
-    # Every value is a number or None, and the cycle's time is one string.
-    moment = samples[0][1].isoformat()
-    text = "".join(
-        f"{row[0]}\t{moment}\t{_copy_field(row[2])}\t{_copy_field(row[3])}\t"
-        f"{_copy_field(row[4])}\t{_copy_field(row[5])}\t{_copy_field(row[6])}\n"
-        for row in samples
-    )
     with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
         copy.write(text)
