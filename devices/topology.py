@@ -164,6 +164,10 @@ class NodeTopology:
         return [gpu for numa in self.numa_nodes for gpu in numa.gpus]
 
     @property
+    def has_partitions(self) -> bool:
+        return any(gpu.partitions for gpu in self.gpus)
+
+    @property
     def has_cliques(self) -> bool:
         return any(c.key is not None for n in self.numa_nodes for r in n.roots for c in r.cliques)
 

@@ -21,7 +21,7 @@ from devices.topology import CounterUse, GpuBox, NodeTopology, Partition, Readin
 
 __all__ = ["Drawing", "draw"]
 
-MAX_WIDTH = 1240
+MAX_WIDTH = 1200  # a GPU box row wraps beyond it
 GAP = 10
 PAD = 8
 LABEL_H = 20
@@ -315,19 +315,46 @@ class _Box:
     place: Callable[[int, int], None]
 
 
+def _rows(children: list[_Box], limit: int) -> list[list[_Box]]:
+    """Children in rows no wider than ``limit`` (a row holds at least one)."""
+    rows: list[list[_Box]] = [[]]
+    width = 0
+    for child in children:
+        if rows[-1] and width + GAP + child.w > limit:
+            rows.append([])
+            width = 0
+        width += child.w + (GAP if rows[-1] else 0)
+        rows[-1].append(child)
+    return rows
+
+
 def _group(
-    label: str, level: str, is_unknown: bool, children: list[_Box], frames: list[Frame]
+    label: str,
+    level: str,
+    is_unknown: bool,
+    children: list[_Box],
+    frames: list[Frame],
+    limit: int,
 ) -> _Box:
-    inner_w = sum(c.w for c in children) + GAP * (len(children) - 1)
-    inner_h = max((c.h for c in children), default=0)
+    """A frame around ``children`` laid out in rows no wider than ``limit``."""
+    rows = _rows(children, limit)
+    row_sizes = [
+        (sum(c.w for c in row) + GAP * (len(row) - 1), max((c.h for c in row), default=0))
+        for row in rows
+    ]
+    inner_w = max((w for w, _ in row_sizes), default=0)
+    inner_h = sum(h for _, h in row_sizes) + GAP * (len(rows) - 1)
     w, h = inner_w + 2 * PAD, inner_h + LABEL_H + PAD
 
     def place(x: int, y: int) -> None:
         frames.append(Frame(x, y, w, h, label, level, is_unknown))
-        left = x + PAD
-        for child in children:
-            child.place(left, y + LABEL_H)
-            left += child.w + GAP
+        top = y + LABEL_H
+        for row, (_, row_h) in zip(rows, row_sizes, strict=True):
+            left = x + PAD
+            for child in row:
+                child.place(left, top)
+                left += child.w + GAP
+            top += row_h + GAP
 
     return _Box(w, h, place)
 
@@ -351,11 +378,22 @@ def draw(topology: NodeTopology) -> Drawing:
         roots = []
         for root in numa.roots:
             cliques = [
-                _group(c.label, "clique", c.key is None, [gpu_box(g) for g in c.gpus], frames)
+                _group(
+                    c.label,
+                    "clique",
+                    c.key is None,
+                    [gpu_box(g) for g in c.gpus],
+                    frames,
+                    MAX_WIDTH - 6 * PAD,
+                )
                 for c in root.cliques
             ]
-            roots.append(_group(root.label, "pcie", root.key is None, cliques, frames))
-        numa_boxes.append(_group(numa.label, "numa", numa.key is None, roots, frames))
+            roots.append(
+                _group(root.label, "pcie", root.key is None, cliques, frames, MAX_WIDTH - 4 * PAD)
+            )
+        numa_boxes.append(
+            _group(numa.label, "numa", numa.key is None, roots, frames, MAX_WIDTH - 2 * PAD)
+        )
 
     x = y = row_h = width = 0
     for box in numa_boxes:
