@@ -128,7 +128,7 @@ class Drawing:
 
 
 def _state_label(state: str) -> str:
-    return DeviceState(state).label if state in DeviceState.values else state
+    return str(DeviceState(state).label) if state in DeviceState.values else state
 
 
 def _claim_url(claim: Any) -> str:
@@ -248,8 +248,9 @@ def _gpu_shape(box: GpuBox) -> GpuShape:
             else:
                 left, span = PAD + (loose % columns) * slice_w, slice_w
                 loose += 1
-            held = partition.reading if partition.is_held else None
-            part_util = held.gpu_util if held is not None and held.gpu_util is not None else 0
+            # Only held partitions have readings worth a strip (others run nothing).
+            part_reading = partition.reading if partition.is_held else None
+            part_util = (part_reading.gpu_util or 0) if part_reading is not None else 0
             shape.partitions.append(
                 PartitionShape(
                     x=round(left + 1),
@@ -283,9 +284,9 @@ def _gpu_shape(box: GpuBox) -> GpuShape:
     ]
     if box.held_by_others:
         claims.append(ClaimLine(0, "held by a claim in another tenant"))
-    held = box.held_partitions
-    if held:
-        claims.append(ClaimLine(0, f"{len(held)} of {len(box.partitions)} placements held"))
+    if box.held_partitions:
+        held = f"{len(box.held_partitions)} of {len(box.partitions)} placements held"
+        claims.append(ClaimLine(0, held))
     if len(claims) > MAX_CLAIM_ROWS:
         claims = [*claims[: MAX_CLAIM_ROWS - 1], ClaimLine(0, f"and {len(claims) - 1} more")]
     for line in claims:

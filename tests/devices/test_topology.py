@@ -162,5 +162,5 @@ def test_the_drawing_keeps_groups_inside_each_other_and_within_the_width(mirrore
                 for f in numa
             )
             for part in gpu.partitions:
-                assert 0 < part.x and part.x + part.w < gpu.w
+                assert part.x > 0 and part.x + part.w < gpu.w
                 assert gpu.grid_y <= part.y and part.y + part.h <= gpu.grid_y + gpu.grid_h
