@@ -82,15 +82,19 @@ _LISTS = {
 @login_required
 def sharing(request: HttpRequest) -> HttpResponse:
     """``?tab=pods|devices|configs|observers`` (default: the first with entries), ``?page=``.
-    A count per tab, then one page of the chosen list."""
-    counts = {tab: _LISTS[tab][0](request.user).count() for tab, _ in SHARING_TABS}
+    A count per tab (the chosen tab's is its paginator's), then one page of the chosen list."""
     tab = request.GET.get("tab", "")
+    counts: dict[str, int] = {}
     if tab not in _LISTS:
+        for name, _ in SHARING_TABS:
+            counts[name] = _LISTS[name][0](request.user).count()
         tab = next((t for t, _ in SHARING_TABS if counts[t]), SHARING_TABS[0][0])
     reads, row = _LISTS[tab]
-    paginator = Paginator(reads(request.user), PER_PAGE)
-    paginator.count = counts[tab]  # type: ignore[misc]  # counted above; not twice
-    page = paginator.get_page(request.GET.get("page"))
+    page = Paginator(reads(request.user), PER_PAGE).get_page(request.GET.get("page"))
+    counts[tab] = page.paginator.count
+    for name, _ in SHARING_TABS:
+        if name not in counts:
+            counts[name] = _LISTS[name][0](request.user).count()
     context = {
         "tab": tab,
         "tabs": [(name, label, counts[name]) for name, label in SHARING_TABS],
