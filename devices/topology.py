@@ -48,6 +48,8 @@ CLIQUE_ATTRIBUTES = ("cliqueID", "cliqueId", "nvlinkClique", "clique")
 DRAWN_TYPES = frozenset({"gpu", ""})
 HELD_STATES = frozenset({DeviceState.ALLOCATED, DeviceState.SHARED})
 _MEMORY_SLICE = re.compile(r"^memory-slice-(\d+)$")
+# Counters drawn besides the memory slices (a placement): compute and memory.
+_DRAWN_COUNTERS = frozenset({"multiprocessors", "memory"})
 
 
 @dataclass
@@ -223,24 +225,30 @@ def _quantity(entry: Any) -> int:
         return 0
 
 
+def _is_drawn_counter(name: str) -> bool:
+    return name in _DRAWN_COUNTERS or _MEMORY_SLICE.match(name) is not None
+
+
 def _consumed(device: Device) -> dict[str, dict[str, int]]:
-    """``{counter set: {counter: amount}}`` of what the device consumes."""
+    """``{counter set: {counter: amount}}`` of the drawn counters the device consumes."""
     consumed: dict[str, dict[str, int]] = defaultdict(dict)
     for entry in device.consumes_counters:
         if not isinstance(entry, dict) or not isinstance(entry.get("counters"), dict):
             continue
+        counters = consumed[str(entry.get("counterSet", ""))]
         for name, amount in entry["counters"].items():
-            consumed[str(entry.get("counterSet", ""))][name] = _quantity(amount)
+            if _is_drawn_counter(name):
+                counters[name] = _quantity(amount)
     return consumed
 
 
-def _placement(device: Device) -> tuple[int | None, int]:
+def _placement(device: Device, consumed: dict[str, dict[str, int]]) -> tuple[int | None, int]:
     """(first memory slice, number of slices) from the ``memory-slice-N`` counters the device
     consumes; from ``placementStart`` / ``placementSize`` attributes when a driver publishes
     those instead; ``(None, 1)`` when neither says."""
     slices = sorted(
         int(match.group(1))
-        for counters in _consumed(device).values()
+        for counters in consumed.values()
         for name, amount in counters.items()
         if amount and (match := _MEMORY_SLICE.match(name))
     )
@@ -254,20 +262,27 @@ def _placement(device: Device) -> tuple[int | None, int]:
 
 
 def _counter_use(
-    gpu: Device, partitions: list[Device], counter_sets: Mapping[str, SharedCounterSet]
+    gpu: Device,
+    partitions: list[Device],
+    counter_sets: Mapping[str, SharedCounterSet],
+    consumed: Mapping[int, dict[str, dict[str, int]]],
 ) -> tuple[list[CounterUse], int]:
     """Memory slices, SMs and memory consumed by the GPU's held devices (itself or its
     partitions) of its counter set, and how many memory slices the set has."""
-    sets = list(_consumed(gpu))
+    sets = list(consumed[gpu.pk])
     counter_set = next((counter_sets[name] for name in sets if name in counter_sets), None)
     if counter_set is None:
         return [], 0
-    totals = {name: _quantity(entry) for name, entry in counter_set.counters.items()}
+    totals = {
+        name: _quantity(entry)
+        for name, entry in counter_set.counters.items()
+        if _is_drawn_counter(name)
+    }
     used: dict[str, int] = defaultdict(int)
     for device in (gpu, *partitions):
         if device.state not in HELD_STATES:
             continue
-        for name, amount in _consumed(device).get(counter_set.name, {}).items():
+        for name, amount in consumed[device.pk].get(counter_set.name, {}).items():
             used[name] += amount
     slice_names = [name for name in totals if _MEMORY_SLICE.match(name)]
     rows = []
@@ -319,6 +334,7 @@ def node_topology(
     """
     readings = readings or {}
     devices = sorted(devices, key=_device_sort_key)
+    consumed = {device.pk: _consumed(device) for device in devices}
     by_uuid = {d.uuid: d for d in devices if d.uuid and not d.parent_uuid}
     sets = {(cs.driver, cs.pool_name, cs.name): cs for cs in counter_sets}
     children: dict[str, list[Device]] = defaultdict(list)
@@ -346,7 +362,7 @@ def node_topology(
             for (driver, pool, name), cs in sets.items()
             if (driver, pool) == (device.driver, device.pool_name)
         }
-        counters, slice_count = _counter_use(device, partitions, pool_sets)
+        counters, slice_count = _counter_use(device, partitions, pool_sets, consumed)
         claims, hidden = _holders(device)
         box = GpuBox(
             device,
@@ -357,7 +373,7 @@ def node_topology(
             slice_count=slice_count,
         )
         for child in partitions:
-            start, size = _placement(child)
+            start, size = _placement(child, consumed[child.pk])
             child_claims, _ = _holders(child)
             box.partitions.append(
                 Partition(

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from django.urls import reverse
 
-from devices.models import DeviceState
+from devices.models import Device, DeviceState
 from devices.tables import human_bytes
 from devices.topology import CounterUse, GpuBox, NodeTopology, Partition, Reading
 
@@ -131,6 +132,24 @@ def _state_label(state: str) -> str:
     return str(DeviceState(state).label) if state in DeviceState.values else state
 
 
+class _DeviceUrls:
+    """Device pages' URLs, reversed once per pool (a MIG node has hundreds of devices; device
+    names are DNS labels, so appending one needs no quoting)."""
+
+    def __init__(self) -> None:
+        self._prefixes: dict[tuple[str, str], str] = {}
+
+    def __call__(self, device: Device) -> str:
+        key = (device.driver, device.pool_name)
+        if key not in self._prefixes:
+            url = reverse(
+                "device-detail",
+                kwargs={"driver": device.driver, "pool": device.pool_name, "device": "-"},
+            )
+            self._prefixes[key] = url[: -len("-/")]
+        return f"{self._prefixes[key]}{quote(device.name)}/"
+
+
 def _claim_url(claim: Any) -> str:
     # The claims app sits above this one (no import): its page is reached by URL name.
     return reverse(
@@ -207,7 +226,7 @@ def _truncate(text: str, width: int, char_w: float = 6.0) -> str:
     return text if len(text) <= fits else text[: fits - 1] + "…"
 
 
-def _gpu_shape(box: GpuBox) -> GpuShape:
+def _gpu_shape(box: GpuBox, urls: _DeviceUrls) -> GpuShape:
     """A GPU box's size and everything inside it, relative to its top left corner."""
     device = box.device
     placed_slices = max(
@@ -223,7 +242,7 @@ def _gpu_shape(box: GpuBox) -> GpuShape:
         w=width,
         h=0,
         box=box,
-        url=device.get_absolute_url(),
+        url=urls(device),
         title="",
         state_label=_state_label(device.state),
         model=_truncate(device.model_name or device.device_type or device.driver, width - 2 * PAD),
@@ -258,7 +277,7 @@ def _gpu_shape(box: GpuBox) -> GpuShape:
                     w=round(span - 2),
                     h=LANE_H - 3,
                     partition=partition,
-                    url=partition.device.get_absolute_url(),
+                    url=urls(partition.device),
                     label=_partition_label(partition, span - 2),
                     title=_partition_title(partition),
                     util_w=round((span - 2) * part_util / 100),
@@ -364,9 +383,10 @@ def draw(topology: NodeTopology) -> Drawing:
     """The geometry of ``topology``: frames (outermost first) and GPU boxes."""
     frames: list[Frame] = []
     gpus: list[GpuShape] = []
+    urls = _DeviceUrls()
 
     def gpu_box(box: GpuBox) -> _Box:
-        shape = _gpu_shape(box)
+        shape = _gpu_shape(box, urls)
 
         def place(x: int, y: int) -> None:
             shape.x, shape.y = x, y

@@ -13,12 +13,13 @@ from devices.models import Device, DeviceState, DeviceTelemetry, Node, SharedCou
 from devices.telemetry.reads import STALE_AFTER
 from devices.topology import Reading, node_topology
 from devices.topology_drawing import draw
+from devices.topology_svg import render_svg
 from portal.htmx import render_page
 
 __all__ = ["node_topology_page"]
 
 # The columns the drawing reads; ``raw`` (the whole published object) is large.
-_DEFERRED = ("raw", "taints")
+_DEFERRED = ("raw", "taints", "capacity")
 
 
 def _readings(name: str) -> tuple[dict[tuple[str, str, str], Reading], bool]:
@@ -69,11 +70,16 @@ def node_topology_page(request: HttpRequest, name: str) -> HttpResponse:
     readings, simulated = _readings(name) if devices else ({}, False)
     topology = node_topology(devices, counter_sets=counter_sets, readings=readings)
     held = [gpu for gpu in topology.gpus if gpu.claims or gpu.held_by_others or gpu.held_partitions]
+    drawing = draw(topology)
+    title = (
+        f"Topology of {name}: {len(topology.gpus)} devices in {len(topology.numa_nodes)} NUMA nodes"
+    )
     context: dict[str, Any] = {
         "name": name,
         "node": node,
         "topology": topology,
-        "drawing": draw(topology),
+        "drawing": drawing,
+        "svg": render_svg(drawing, title) if drawing.gpus else "",
         "held": held,
         "states": list(DeviceState),
         "is_simulated": simulated,
