@@ -59,6 +59,7 @@ def populate(nodes: int, claims: int) -> None:
         load(objects[start : start + 5000])
     refresh_class_matches()
     now = timezone.now()
+    DeviceTelemetry.objects.all().delete()
     DeviceTelemetry.objects.bulk_create(
         (
             DeviceTelemetry(
