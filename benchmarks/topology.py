@@ -116,7 +116,8 @@ def main() -> None:
     from django.test import Client
 
     from devices.models import Device
-    from portal.models import Membership, Tenant, TenantNamespace
+    from portal.models import Membership, Tenant
+    from portal.services import tenants as tenant_services
     from tests.factories import UserFactory
 
     settings.ALLOWED_HOSTS = ["*"]
@@ -125,10 +126,16 @@ def main() -> None:
         populate(args.nodes, min(args.claims, args.nodes * 8))
     root = UserFactory(username=f"bench-root-{uuid.uuid4().hex[:6]}", is_staff=True)
     member = UserFactory(username=f"bench-member-{uuid.uuid4().hex[:6]}")
-    tenant = Tenant.objects.create(name=f"Bench {member.username}", slug=member.username)
-    TenantNamespace.objects.create(tenant=tenant, name=f"bench-{member.username}")
-    TenantNamespace.objects.get_or_create(name="team-a", defaults={"tenant": tenant})
-    Membership.objects.create(user=member, tenant=tenant, role=Membership.Role.MEMBER)
+    # The member's tenant owns one of the scenario's six namespaces (6,000 of its claims).
+    tenant = Tenant.objects.filter(slug="bench-topology").first()
+    tenant = tenant_services.save_tenant(
+        actor=None,
+        tenant=tenant,
+        namespaces=["team-a"],
+        name="Bench topology",
+        slug="bench-topology",
+    )
+    tenant_services.set_member(actor=None, tenant=tenant, user=member, role=Membership.Role.MEMBER)
     urls = [
         "/nodes/node-00042/topology/",
         "/nodes/dgx-a100-01/topology/",
