@@ -139,10 +139,12 @@ def devices_with_several_allocations(
     """Devices that more than one allocation result holds (admin access holds nothing):
     consumable-capacity shares, each with its claim as ``user`` may see it."""
     several = (
-        Device.objects.order_by()
-        .annotate(holders=Count("allocations", filter=Q(allocations__admin_access=False)))
+        AllocatedDevice.objects.filter(admin_access=False, device__isnull=False)
+        .order_by()
+        .values("device")
+        .annotate(holders=Count("pk"))
         .filter(holders__gt=1)
-        .values("pk")
+        .values("device")
     )
     return (
         Device.objects.visible_to(user)

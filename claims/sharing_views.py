@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 
@@ -22,6 +23,7 @@ from portal.htmx import render_page
 __all__ = ["sharing"]
 
 PER_PAGE = 25
+COUNTS_SECONDS = 30
 TEMPLATE = "claims/sharing.html"
 
 
@@ -82,19 +84,22 @@ _LISTS = {
 @login_required
 def sharing(request: HttpRequest) -> HttpResponse:
     """``?tab=pods|devices|configs|observers`` (default: the first with entries), ``?page=``.
-    A count per tab (the chosen tab's is its paginator's), then one page of the chosen list."""
+    The chosen tab's list is always current; the other tabs' counts are remembered for
+    ``COUNTS_SECONDS`` per user (each is a scan of every claim or allocation)."""
+    user = request.user
+    key = f"sharing:counts:{user.pk}"
+    counts: dict[str, int] = cache.get(key) or {}
     tab = request.GET.get("tab", "")
-    counts: dict[str, int] = {}
     if tab not in _LISTS:
-        for name, _ in SHARING_TABS:
-            counts[name] = _LISTS[name][0](request.user).count()
+        counts = counts or {name: _LISTS[name][0](user).count() for name, _ in SHARING_TABS}
         tab = next((t for t, _ in SHARING_TABS if counts[t]), SHARING_TABS[0][0])
     reads, row = _LISTS[tab]
-    page = Paginator(reads(request.user), PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(reads(user), PER_PAGE).get_page(request.GET.get("page"))
     counts[tab] = page.paginator.count
     for name, _ in SHARING_TABS:
         if name not in counts:
-            counts[name] = _LISTS[name][0](request.user).count()
+            counts[name] = _LISTS[name][0](user).count()
+    cache.set(key, counts, COUNTS_SECONDS)
     context = {
         "tab": tab,
         "tabs": [(name, label, counts[name]) for name, label in SHARING_TABS],

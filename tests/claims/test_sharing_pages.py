@@ -180,17 +180,27 @@ def test_the_sharing_page_costs_a_fixed_number_of_queries(
 ):
     shared_device("gpu-test1", "team-b-prod")
     client = client_as(root)
-    # session, user, a count per tab (4), the page, its prefetches
+    # session, user, the other tabs' counts (3), the tab's count, its page, consumers, results
     with django_assert_num_queries(9):
-        client.get(f"{URL}?tab=pods")  # consumers, results
-    with django_assert_num_queries(9):
+        client.get(f"{URL}?tab=pods")
+    # the other tabs' counts are remembered for a while: session, user, count, page, prefetches
+    with django_assert_num_queries(6):
         client.get(f"{URL}?tab=devices")  # results, visible claims
-    with django_assert_num_queries(8):
+    with django_assert_num_queries(5):
         client.get(f"{URL}?tab=configs")  # results
-    with django_assert_num_queries(9):
+    with django_assert_num_queries(6):
         client.get(f"{URL}?tab=observers")  # consumers, observed results
     # a member's gate is a subquery of the same queries
     member = client_as(bob)
-    member.get(URL)  # warms the navigation's cached role
-    with django_assert_num_queries(9):
+    member.get(URL)  # warms the navigation's cached role and the counts
+    with django_assert_num_queries(6):
         member.get(f"{URL}?tab=devices")
+
+
+def test_the_chosen_tab_is_always_current(client_as, bob, mirrored_cluster):
+    client = client_as(bob)
+    assert client.get(f"{URL}?tab=devices").context["rows"] == []
+    shared_device("gpu-test1", "gpu-test1")
+    response = client.get(f"{URL}?tab=devices")
+    assert len(response.context["rows"]) == 1
+    assert ("devices", "Devices held by several claims", 1) in response.context["tabs"]
