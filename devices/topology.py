@@ -29,6 +29,7 @@ __all__ = [
     "Clique",
     "CounterUse",
     "GpuBox",
+    "Holders",
     "NodeTopology",
     "NumaGroup",
     "Partition",
@@ -300,22 +301,13 @@ def _counter_use(
     return rows, len(slice_names)
 
 
-def _holders(device: Device) -> tuple[list[Any], int]:
-    """(claims the user may see that hold the device, results of claims they may not); from
-    ``Device.objects.with_holders(user)``, or nothing when not prefetched."""
-    cache = getattr(device, "_prefetched_objects_cache", {})
-    if "allocations" not in cache:
-        return [], 0
-    claims, hidden = [], 0
-    for result in cache["allocations"]:
-        if result.admin_access:
-            continue
-        claim = getattr(result, "visible_claim", None)
-        if claim is None:
-            hidden += 1
-        elif claim not in claims:
-            claims.append(claim)
-    return claims, hidden
+@dataclass
+class Holders:
+    """Who holds a device, as far as the user may know: the claims they may see (with
+    ``namespace`` and ``name``), and how many results belong to claims they may not."""
+
+    claims: list[Any] = field(default_factory=list)
+    hidden: int = 0
 
 
 def node_topology(
@@ -323,16 +315,19 @@ def node_topology(
     *,
     counter_sets: Iterable[SharedCounterSet] = (),
     readings: Mapping[tuple[str, str, str], Reading] | None = None,
+    holders: Mapping[int, Holders] | None = None,
 ) -> NodeTopology:
     """Groups a node's devices into NUMA node → PCIe root → NVLink clique → GPU.
 
     Partitions (devices with a ``parentUUID``) go inside the GPU of that UUID when it is on
     the node, at their placement; a partition whose GPU is not published stays a box of its
     own. ``counter_sets`` are the shared counter sets of the devices' pools (for the counter
-    use of MIG GPUs); ``readings`` map (driver, pool, device) to the latest reading. Holders
-    are read from ``with_holders(user)`` when the devices were fetched with it.
+    use of MIG GPUs); ``readings`` map (driver, pool, device) to the latest reading;
+    ``holders`` map device ids to who holds them (admin access holds nothing).
     """
     readings = readings or {}
+    holders = holders or {}
+    nobody = Holders()
     devices = sorted(devices, key=_device_sort_key)
     consumed = {device.pk: _consumed(device) for device in devices}
     by_uuid = {d.uuid: d for d in devices if d.uuid and not d.parent_uuid}
@@ -363,18 +358,18 @@ def node_topology(
             if (driver, pool) == (device.driver, device.pool_name)
         }
         counters, slice_count = _counter_use(device, partitions, pool_sets, consumed)
-        claims, hidden = _holders(device)
+        held = holders.get(device.pk, nobody)
         box = GpuBox(
             device,
             reading=readings.get((device.driver, device.pool_name, device.name)),
-            claims=claims,
-            held_by_others=hidden,
+            claims=held.claims,
+            held_by_others=held.hidden,
             counters=counters,
             slice_count=slice_count,
         )
         for child in partitions:
             start, size = _placement(child, consumed[child.pk])
-            child_claims, _ = _holders(child)
+            child_claims = holders.get(child.pk, nobody).claims
             box.partitions.append(
                 Partition(
                     child,

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from devices.models import Device, DeviceState, DeviceTelemetry, Node, SharedCounterSet
 from devices.telemetry.reads import STALE_AFTER
-from devices.topology import Reading, node_topology
+from devices.topology import Holders, Reading, node_topology
 from devices.topology_drawing import draw
 from devices.topology_svg import render_svg
 from portal.htmx import render_page
@@ -49,17 +49,43 @@ def _readings(name: str) -> tuple[dict[tuple[str, str, str], Reading], bool]:
     return readings, simulated
 
 
+def _holders(name: str, user: Any) -> dict[int, Holders]:
+    """Who holds each device on the node (two queries: the results, then the claims among
+    them ``user`` may see, through the claims' own ``visible_to``). The claim models are
+    reached through the relation, as this app does not import the claims app above it."""
+    results = Device.allocations.rel.related_model
+    claims = results._meta.get_field("claim").related_model
+    rows = list(
+        results.objects.filter(device__node_name=name, admin_access=False)
+        .order_by("pk")
+        .values_list("device_id", "claim_id")
+    )
+    if not rows:
+        return {}
+    visible = {
+        claim.pk: claim
+        for claim in claims.objects.visible_to(user)
+        .filter(pk__in={claim for _, claim in rows})
+        .only("pk", "namespace", "name")
+    }
+    holders: dict[int, Holders] = {}
+    for device, claim_id in rows:
+        held = holders.setdefault(device, Holders())
+        claim = visible.get(claim_id)
+        if claim is None:
+            held.hidden += 1
+        elif claim not in held.claims:
+            held.claims.append(claim)
+    return holders
+
+
 @login_required
 def node_topology_page(request: HttpRequest, name: str) -> HttpResponse:
-    """Six queries whatever the node's size: node, devices, their results, the visible claims
-    of those, the pools' counter sets, the readings (plus the session's two)."""
+    """Six queries whatever the node's size: node, devices, the pools' counter sets, the
+    readings, the allocation results, the visible claims among them (plus the session's
+    two)."""
     node = Node.objects.filter(name=name).first()
-    devices = list(
-        Device.objects.visible_to(request.user)
-        .on_node(name)
-        .defer(*_DEFERRED)
-        .with_holders(request.user, consumers=False)
-    )
+    devices = list(Device.objects.visible_to(request.user).on_node(name).defer(*_DEFERRED))
     if node is None and not devices:
         raise Http404("No such node.")
     pools = {(d.driver, d.pool_name) for d in devices}
@@ -68,7 +94,12 @@ def node_topology_page(request: HttpRequest, name: str) -> HttpResponse:
         pool_filter |= Q(driver=driver, pool_name=pool)
     counter_sets = list(SharedCounterSet.objects.filter(pool_filter)) if pools else []
     readings, simulated = _readings(name) if devices else ({}, False)
-    topology = node_topology(devices, counter_sets=counter_sets, readings=readings)
+    topology = node_topology(
+        devices,
+        counter_sets=counter_sets,
+        readings=readings,
+        holders=_holders(name, request.user) if devices else {},
+    )
     held = [gpu for gpu in topology.gpus if gpu.claims or gpu.held_by_others or gpu.held_partitions]
     drawing = draw(topology)
     title = (
