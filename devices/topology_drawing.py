@@ -34,7 +34,7 @@ HEADER_H = 62  # name and state, model, utilisation
 UTIL_X = 36  # where the utilisation bar starts
 COUNTER_X = 80  # where counter bars start
 CLAIM_ROW_H = 14
-MAX_CLAIM_ROWS = 2
+MAX_CLAIM_ROWS = 3
 
 
 @dataclass
@@ -297,17 +297,27 @@ def _gpu_shape(box: GpuBox, urls: _DeviceUrls) -> GpuShape:
                 )
             )
             cursor += ROW_H
-    claims = [
-        ClaimLine(0, _truncate(f"↳ {c.namespace}/{c.name}", width - 2 * PAD, 5.6), _claim_url(c))
-        for c in box.claims
-    ]
-    if box.held_by_others:
-        claims.append(ClaimLine(0, "held by a claim in another tenant"))
+    lines = []
     if box.held_partitions:
         held = f"{len(box.held_partitions)} of {len(box.partitions)} placements held"
-        claims.append(ClaimLine(0, held))
-    if len(claims) > MAX_CLAIM_ROWS:
-        claims = [*claims[: MAX_CLAIM_ROWS - 1], ClaimLine(0, f"and {len(claims) - 1} more")]
+        lines.append(ClaimLine(0, held))
+    # The claims holding the GPU or its partitions, each once; others' only counted.
+    holders = list(box.claims)
+    hidden = box.held_by_others
+    for partition in box.held_partitions:
+        if partition.claim is None:
+            hidden += 1
+        elif partition.claim not in holders:
+            holders.append(partition.claim)
+    lines += [
+        ClaimLine(0, _truncate(f"↳ {c.namespace}/{c.name}", width - 2 * PAD, 5.6), _claim_url(c))
+        for c in holders
+    ]
+    if hidden:
+        lines.append(ClaimLine(0, "held by a claim in another tenant"))
+    if len(lines) > MAX_CLAIM_ROWS:
+        lines = [*lines[: MAX_CLAIM_ROWS - 1], ClaimLine(0, f"and {len(lines) - 1} more")]
+    claims = lines
     for line in claims:
         line.y = cursor + 11
         cursor += CLAIM_ROW_H

@@ -60,6 +60,9 @@ def test_mig_partitions_are_drawn_with_their_placements_and_titles(
     assert "Memory slices used by held devices: 8 / 8" in content
     assert "SMs used by held devices: 98 / 98" in content
     assert "/claims/gpu-test4/pod-7c9d5b8f6d-4xq2m-mig-devices-rssk6/" in content
+    # each MIG GPU links the claim holding its partitions
+    assert content.count('class="topo-claim"') == 2
+    assert content.count("4 of 25 placements held") == 2
 
 
 def test_nodes_without_topology_do_not_break(client_as, alice, mirrored_cluster):
