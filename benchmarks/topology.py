@@ -144,6 +144,9 @@ def main() -> None:
         "/sharing/?tab=devices",
         "/sharing/?tab=configs",
         "/sharing/?tab=observers",
+        # for reference, under the same conditions: the node pages the topology is linked from
+        "/nodes/node-00042/",
+        "/nodes/dgx-a100-01/",
     ]
     print(f"{args.nodes:,} nodes, {args.rounds} requests per page after one warm-up:")
     for label, user in (("admin", root), ("member", member)):
