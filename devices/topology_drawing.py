@@ -128,8 +128,11 @@ class Drawing:
         return f"-2 -2 {self.width + 4} {self.height + 4}"
 
 
+_STATE_LABELS = {state.value: str(state.label) for state in DeviceState}
+
+
 def _state_label(state: str) -> str:
-    return str(DeviceState(state).label) if state in DeviceState.values else state
+    return _STATE_LABELS.get(state, state)
 
 
 class _DeviceUrls:

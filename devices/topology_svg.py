@@ -2,13 +2,15 @@
 
 Written in Python rather than a template: a MIG node has some 200 placements of a dozen
 elements each, which the template engine renders ten times slower than string joins. Every
-text is escaped here; the result is marked safe for the page. The classes match
+text is escaped here (``html.escape``: ``&``, ``<``, ``>`` and both quotes); the result is
+marked safe for the page. The classes match
 ``static/css/portal.css`` (the device list's state colours).
 """
 
 from __future__ import annotations
 
-from django.utils.html import escape
+from html import escape
+
 from django.utils.safestring import SafeString, mark_safe
 
 from devices.topology_drawing import Drawing, GpuShape

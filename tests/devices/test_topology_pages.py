@@ -122,3 +122,13 @@ def test_the_largest_topology_page_renders_well_within_its_budget(
     for _ in range(3):
         client.get("/nodes/dgx-a100-01/topology/")
     assert (time.perf_counter() - started) / 3 < 1.0
+
+
+def test_published_text_is_escaped_in_the_drawing(client_as, alice, mirrored_cluster):
+    Device.objects.filter(node_name="dgx-h100-01", name="gpu-2").update(
+        model_name='<script>alert("x")</script>', state_reason="a & b"
+    )
+    content = client_as(alice).get("/nodes/dgx-h100-01/topology/").content.decode()
+    assert "<script>alert" not in content
+    assert "&lt;script&gt;alert(&quot;x&quot;)" in content
+    assert "a &amp; b" in content
