@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from claims import approval_views, report_views, request_views, views
+from claims import approval_views, report_views, request_views, sharing_views, views
 
 urlpatterns = [
     path("approvals/", approval_views.approval_list, name="approval-list"),
@@ -33,6 +33,7 @@ urlpatterns = [
         name="claimrequest-renew",
     ),
     path("reports/", report_views.allocation_report, name="allocation-report"),
+    path("sharing/", sharing_views.sharing, name="sharing"),
     path("claims/", views.resourceclaim_list, name="resourceclaim-list"),
     path(
         "claims/<str:namespace>/<str:name>/",

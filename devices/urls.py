@@ -8,11 +8,12 @@ which may contain one).
 
 from django.urls import path
 
-from devices.views import device_classes, devices, nodes, telemetry
+from devices.views import device_classes, devices, nodes, telemetry, topology
 
 urlpatterns = [
     path("nodes/", nodes.node_list, name="node-list"),
     path("nodes/<str:name>/", nodes.node_detail, name="node-detail"),
+    path("nodes/<str:name>/topology/", topology.node_topology_page, name="node-topology"),
     path("devices/", devices.device_list, name="device-list"),
     path(
         "devices/<str:driver>/<path:pool>/<str:device>/",

@@ -22,6 +22,7 @@ NAVIGATION = [
     ("Nodes", "node-list", "hdd-rack", EVERYONE),
     ("Devices", "device-list", "gpu-card", EVERYONE),
     ("Device classes", "deviceclass-list", "diagram-3", EVERYONE),
+    ("Sharing", "sharing", "share", EVERYONE),
     ("Claims", "resourceclaim-list", "ticket-detailed", EVERYONE),
     ("My claims", "claimrequest-list", "inboxes", EVERYONE),
     ("New claim", "claimrequest-new", "plus-circle", EVERYONE),

@@ -88,24 +88,26 @@ class DeviceQuerySet(models.QuerySet["Device"]):
     def on_node(self, node_name: str) -> DeviceQuerySet:
         return self.filter(node_name=node_name)
 
-    def with_holders(self, user: AbstractBaseUser | AnonymousUser) -> DeviceQuerySet:
+    def with_holders(
+        self, user: AbstractBaseUser | AnonymousUser, *, consumers: bool = True
+    ) -> DeviceQuerySet:
         """Prefetches every device's allocation results (``allocations``) and, of their claims,
         only those ``user`` may see, through the claims' own ``visible_to`` gate, as
         ``result.visible_claim``: ``None`` for a claim in another tenant, which can then only
         be shown anonymously.
-        Three queries whatever the number of devices (results, visible claims, consumers).
+        Three queries whatever the number of devices (results, visible claims, consumers);
+        two with ``consumers=False``, for pages that do not list the claims' pods.
 
         The claim models are reached through the relation, as this app does not import the
         claims app above it."""
         results = Device.allocations.rel.related_model
         claims = results._meta.get_field("claim").related_model
+        visible = claims.objects.visible_to(user).only("pk", "namespace", "name")
         return self.prefetch_related(
             Prefetch("allocations", queryset=results.objects.order_by("admin_access", "pk")),
             Prefetch(
                 "allocations__claim",
-                queryset=claims.objects.visible_to(user)
-                .only("pk", "namespace", "name")
-                .prefetch_related("consumers"),
+                queryset=visible.prefetch_related("consumers") if consumers else visible,
                 to_attr="visible_claim",
             ),
         )

@@ -25,6 +25,7 @@ PUBLIC = {"login", "logout"}
 # gated per claim, see tests/devices/test_device_pages.py).
 CLUSTER_WIDE = {
     "node-detail",
+    "node-topology",
     "device-detail",
     "deviceclass-detail",
     "api:node-detail",
@@ -106,6 +107,7 @@ def sample_kwargs(name: str, params: tuple[str, ...], objects: dict[str, Any]) -
         "api:tenant-member": {"slug": objects["slug"], "username": "alice"},
         "api:auditevent-detail": {"pk": objects["auditevent"]},
         "node-detail": {"name": "dgx-h100-01"},
+        "node-topology": {"name": "dgx-h100-01"},
         "api:node-detail": {"name": "dgx-h100-01"},
         "device-detail": objects["device"],
         "api:device-detail": {"key": "{driver}/{pool}/{device}".format(**objects["device"])},
