@@ -6,20 +6,27 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
 
 from claims.access import get_claim_for_user
-from claims.filtersets import ResourceClaimFilterSet
+from claims.filtersets import IdleClaimFilterSet, ResourceClaimFilterSet
 from claims.index import index
-from claims.models import AllocatedDevice, ResourceClaim
+from claims.models import AllocatedDevice, ClaimIdleness, ResourceClaim
 from claims.preview import explain_spec, selector_hints
-from claims.tables import ResourceClaimTable, claim_state_badge
+from claims.tables import (
+    IdleClaimTable,
+    ResourceClaimTable,
+    claim_state_badge,
+    idle_badge,
+    idle_why,
+)
 from claims.utilisation import claim_utilisation
 from devices.models import Pod
 from devices.views.devices import pretty_json
 from dra.model import InvalidObject, selector_expressions
 from portal.htmx import render_list, render_page, wants_fragment
 
-__all__ = ["resourceclaim_detail", "resourceclaim_list"]
+__all__ = ["idle_claim_list", "resourceclaim_detail", "resourceclaim_list"]
 
 
 @login_required
@@ -44,6 +51,26 @@ def resourceclaim_list(request: HttpRequest) -> HttpResponse:
         table_class=ResourceClaimTable,
         template="claims/resourceclaim_list.html",
         fragment="resourceclaim-table",
+        filter_choices=filter_choices,
+    )
+
+
+@login_required
+def idle_claim_list(request: HttpRequest) -> HttpResponse:
+    """Idle claims (``claims.idle``): tenants see their namespaces', portal admins all."""
+    visible = ResourceClaim.objects.visible_to(request.user)
+    idle = visible.idle().select_related("idleness").order_by("idleness__idle_since", "pk")
+
+    def filter_choices() -> dict[str, Any]:
+        namespaces = visible.idle().order_by("namespace").values_list("namespace", flat=True)
+        return {"namespace": ("All namespaces", list(namespaces.distinct()))}
+
+    return render_list(
+        request,
+        filterset=IdleClaimFilterSet(request.GET, queryset=idle),
+        table_class=IdleClaimTable,
+        template="claims/idle_claim_list.html",
+        fragment="idle-claim-table",
         filter_choices=filter_choices,
     )
 
@@ -117,9 +144,14 @@ def resourceclaim_detail(request: HttpRequest, namespace: str, name: str) -> Htt
         p.name: p
         for p in Pod.objects.filter(namespace=claim.namespace, name__in=[c.name for c in consumers])
     }
+    idleness = ClaimIdleness.objects.filter(claim=claim).first()
     context: dict[str, Any] = {
         "claim": claim,
         "state_badge": claim_state_badge(claim),
+        "idleness": idleness,
+        "idle_badge": idle_badge(idleness),
+        "idle_why": idle_why(idleness) if idleness is not None else "",
+        "now": timezone.now(),
         "allocations": [{"result": r, "device": r.device} for r in results],
         "held_count": sum(1 for r in results if r.holds_device),
         "observed_count": sum(1 for r in results if not r.holds_device),
