@@ -199,8 +199,8 @@ def _snapshot(row: ClaimIdleness) -> tuple[Any, ...]:
 
 @transaction.atomic
 def sweep_idle_claims(now: datetime.datetime | None = None) -> IdleSummary:
-    """Flags and unflags idle claims (see the module's docstring); safe to run twice. Six
-    queries plus one per distinct utilisation policy, whatever the number of claims."""
+    """Flags and unflags idle claims (see the module's docstring); safe to run twice. At most
+    eight queries plus one per distinct utilisation policy, whatever the number of claims."""
     now = now or timezone.now()
     defaults = EffectiveIdlePolicy.defaults()
     policies = IdlePolicy.objects.effective()
