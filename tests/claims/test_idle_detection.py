@@ -172,7 +172,8 @@ def test_the_sweep_reads_and_writes_in_a_fixed_number_of_queries(
     sweep_idle_claims(now=now)
     utilisation(OTHER_CLAIM, [0.0] * 48, now=now + 3 * HOUR)
     # A savepoint; policies, claims, idleness rows; one rollup query per distinct utilisation
-    # policy (one here); the upsert; the audit events; the savepoint's release.
-    with django_assert_num_queries(8):
+    # policy (two: team-a's, and the default for claims of no tenant); the upsert; the audit
+    # events; the savepoint's release.
+    with django_assert_num_queries(9):
         summary = sweep_idle_claims(now=now + 3 * HOUR)
     assert summary.flagged == 2
