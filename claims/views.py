@@ -144,14 +144,9 @@ def resourceclaim_detail(request: HttpRequest, namespace: str, name: str) -> Htt
         p.name: p
         for p in Pod.objects.filter(namespace=claim.namespace, name__in=[c.name for c in consumers])
     }
-    idleness = ClaimIdleness.objects.filter(claim=claim).first()
     context: dict[str, Any] = {
         "claim": claim,
         "state_badge": claim_state_badge(claim),
-        "idleness": idleness,
-        "idle_badge": idle_badge(idleness),
-        "idle_why": idle_why(idleness) if idleness is not None else "",
-        "now": timezone.now(),
         "allocations": [{"result": r, "device": r.device} for r in results],
         "held_count": sum(1 for r in results if r.holds_device),
         "observed_count": sum(1 for r in results if not r.holds_device),
@@ -160,7 +155,12 @@ def resourceclaim_detail(request: HttpRequest, namespace: str, name: str) -> Htt
     if wants_fragment(request):
         # The live part only: state, allocation and consumers (polled).
         return render_page(request, "claims/resourceclaim_detail.html", "claim-status", context)
+    idleness = ClaimIdleness.objects.filter(claim=claim).first()
     context |= {
+        "idleness": idleness,
+        "idle_badge": idle_badge(idleness),
+        "idle_why": idle_why(idleness) if idleness is not None else "",
+        "now": timezone.now(),
         "requests": _requests(claim),
         "node_selector_json": pretty_json(claim.allocation_node_selector)
         if claim.allocation_node_selector
