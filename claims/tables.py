@@ -224,4 +224,9 @@ class IdleClaimTable(tables.Table):
             )
         if idleness.reclaim_at is None:
             return format_html('<span class="text-body-secondary">off</span>')
+        if record.consumer_count:
+            return format_html(
+                'at {} <span class="small text-body-secondary">if no pod reserves it</span>',
+                _when(idleness.reclaim_at),
+            )
         return format_html("at {}", _when(idleness.reclaim_at))
