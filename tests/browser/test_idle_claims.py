@@ -17,6 +17,7 @@ from portal.models import IdlePolicy
 from tests.claims.idle_helpers import OTHER_CLAIM, TEAM_A_CLAIM, utilisation
 from tests.mirror.conftest import fixture_objects
 
+HOUR = datetime.timedelta(hours=1)
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
@@ -25,10 +26,14 @@ def _load_cluster_with_an_unused_claim() -> None:
     objects = fixture_objects()
     for item in objects:
         metadata = item["metadata"]
-        if item["kind"] == "ResourceClaim" and (
-            metadata.get("namespace"),
-            metadata["name"],
-        ) == TEAM_A_CLAIM:
+        if (
+            item["kind"] == "ResourceClaim"
+            and (
+                metadata.get("namespace"),
+                metadata["name"],
+            )
+            == TEAM_A_CLAIM
+        ):
             item["status"].pop("reservedFor", None)
     load(objects)
 
@@ -43,7 +48,7 @@ def _keep(artifacts_dir: Path, name: str) -> None:
 def test_a_tenant_admin_sees_idle_claims_and_why(
     browser_page, sign_in, live_server, alice, team_a, artifacts_dir
 ):
-    IdlePolicy.objects.create(tenant=team_a, reclaim=True, grace_period=datetime.timedelta(hours=24))
+    IdlePolicy.objects.create(tenant=team_a, reclaim=True, grace_period=24 * HOUR)
     _load_cluster_with_an_unused_claim()
     now = timezone.now()
     utilisation(OTHER_CLAIM, [3.0, 1.5, 0.0, 2.5] * 12, now=now)
@@ -65,8 +70,8 @@ def test_a_tenant_admin_sees_idle_claims_and_why(
     page.get_by_role("link", name=TEAM_A_CLAIM[1]).click()
     page.wait_for_url(f"**/claims/{TEAM_A_CLAIM[0]}/{TEAM_A_CLAIM[1]}/")
     assert page.locator("[data-testid=idle-badge]").is_visible()
-    assert page.locator("[data-testid=idle-reclaim]").inner_text().startswith(
-        "Reclaim scheduled at"
+    assert (
+        page.locator("[data-testid=idle-reclaim]").inner_text().startswith("Reclaim scheduled at")
     )
     page.screenshot(path=artifacts_dir / "idle-claim-no-consumer.png", full_page=True)
     _keep(artifacts_dir, "idle-claim-no-consumer.png")
