@@ -223,7 +223,7 @@ class IdleClaimTable(tables.Table):
                 _when(idleness.reclaimed_at),
             )
         if idleness.reclaim_at is None:
-            return format_html('<span class="text-body-secondary">off</span>')
+            return format_html('<span class="text-body-secondary">{}</span>', "off")
         if record.consumer_count:
             return format_html(
                 'at {} <span class="small text-body-secondary">if no pod reserves it</span>',

@@ -6,10 +6,14 @@ from __future__ import annotations
 import datetime
 
 import pytest
+from django.core.cache import cache
 from django.utils import timezone
 
 from claims.idle import idle_claim_count, sweep_idle_claims
 from claims.models import ClaimIdleness, ResourceClaim
+from claims.tasks import SWEEP_LOCK, sweep_idle
+from mirror.cluster import Kind
+from portal.celery import app
 from portal.models import AuditEvent, IdlePolicy
 from tests.claims.idle_helpers import (
     ADMIN_ACCESS_CLAIM,
@@ -177,3 +181,39 @@ def test_the_sweep_reads_and_writes_in_a_fixed_number_of_queries(
     with django_assert_num_queries(9):
         summary = sweep_idle_claims(now=now + 3 * HOUR)
     assert summary.flagged == 2
+
+
+def test_an_idle_claim_that_is_deallocated_leaves_the_list_audited(unused):
+    now = timezone.now()
+    sweep_idle_claims(now=now)
+    sweep_idle_claims(now=now + 3 * HOUR)
+    _, cluster, resync = unused
+    cluster.patch_status(
+        Kind.RESOURCE_CLAIMS,
+        TEAM_A_CLAIM[1],
+        {"status": {"allocation": None}},
+        namespace=TEAM_A_CLAIM[0],
+    )
+    resync()
+
+    summary = sweep_idle_claims(now=now + 3 * HOUR)
+
+    assert summary.unflagged == 1
+    assert not ClaimIdleness.objects.filter(claim=mirrored(TEAM_A_CLAIM)).exists()
+    [event] = audit(AuditEvent.Action.CLAIM_ACTIVE)
+    assert event.after == {"episode": 1, "deallocated": True}
+
+
+def test_the_sweep_and_the_reclaim_run_on_celery_beat_on_the_default_queue():
+    schedule = {entry["task"] for entry in app.conf.beat_schedule.values()}
+    for task in ("claims.sweep_idle", "claims.reclaim_idle"):
+        assert task in schedule
+        assert task in app.tasks
+        assert app.amqp.router.route({}, task)["queue"].name == "default"
+
+
+def test_a_sweep_already_running_elsewhere_is_not_run_twice(unused):
+    cache.add(SWEEP_LOCK, 1, 60)
+    assert sweep_idle.delay().get() == {"skipped": 1}
+    cache.delete(SWEEP_LOCK)
+    assert sweep_idle.delay().get()["idle"] == 0
