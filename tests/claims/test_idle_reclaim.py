@@ -145,3 +145,15 @@ def test_the_delete_is_refused_when_the_claim_changed_since_it_was_read(
     found = in_cluster(live)
     assert "deletionTimestamp" not in found["metadata"]
     assert found["status"]["reservedFor"][0]["name"] == "racing-pod"
+
+
+def test_the_audit_log_links_each_step_to_the_claim(reclaiming, flagged, live, client_as, root):
+    sweep_idle_claims(now=flagged)
+    reclaim_idle_claims(now=flagged + 2 * HOUR)
+
+    response = client_as(root).get("/audit/?object_type=claims.ResourceClaim")
+
+    assert response.status_code == 200
+    assert "Claim flagged idle" in response.text
+    assert "Idle claim reclaimed" in response.text
+    assert 'href="/claims/gpu-test1/pod1-gpu-nscrq/"' in response.text
