@@ -120,6 +120,7 @@ def _low_utilisation(
                 scope=UsageRollup.Scope.CLAIM,
                 resolution=Resolution.FIVE_MINUTES,
                 bucket_start__gte=now - window,
+                bucket_start__lt=now,
                 gpu_util_avg__isnull=False,
             )
             .order_by()

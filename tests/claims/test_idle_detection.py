@@ -217,3 +217,12 @@ def test_a_sweep_already_running_elsewhere_is_not_run_twice(unused):
     assert sweep_idle.delay().get() == {"skipped": 1}
     cache.delete(SWEEP_LOCK)
     assert sweep_idle.delay().get()["idle"] == 0
+
+
+def test_only_the_window_before_the_sweep_counts(team_a, live):
+    now = timezone.now()
+    utilisation(TEAM_A_CLAIM, [0.0] * 48, now=now)  # the 4 hours before ``now``
+
+    sweep_idle_claims(now=now - 3 * HOUR)  # then, only one hour of it had been read
+
+    assert idleness(TEAM_A_CLAIM).reason == Reason.NOT_IDLE
