@@ -89,6 +89,36 @@ class _Claim:
 
 
 @dataclass(slots=True)
+class _Row:
+    """A ``ClaimIdleness`` row as the sweep reads and changes it (model instances for tens of
+    thousands of rows would cost the sweep more than its queries do)."""
+
+    claim_id: int
+    unused_since: datetime.datetime | None = None
+    reason: str = ""
+    idle_since: datetime.datetime | None = None
+    low_since: datetime.datetime | None = None
+    threshold: int | None = None
+    utilisation: float | None = None
+    episode: int = 0
+    reclaim_at: datetime.datetime | None = None
+    notified_episode: int = 0
+
+    @property
+    def is_idle(self) -> bool:
+        return bool(self.reason)
+
+    def snapshot(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in _FIELDS if name != "checked_at")
+
+    def as_model(self, now: datetime.datetime) -> ClaimIdleness:
+        """An unsaved row for the upsert (keyed by claim: the sweep's fields are written,
+        ``notified_episode`` and ``reclaimed_at`` only on insert)."""
+        values = {name: getattr(self, name) for name in _FIELDS if name != "checked_at"}
+        return ClaimIdleness(claim_id=self.claim_id, checked_at=now, **values)
+
+
+@dataclass(slots=True)
 class IdleSummary:
     flagged: int = 0
     unflagged: int = 0
@@ -156,7 +186,7 @@ def _audit(claim: _Claim, action: AuditEvent.Action, **after: Any) -> AuditEvent
 
 def _next_state(
     claim: _Claim,
-    row: ClaimIdleness,
+    row: _Row,
     policy: EffectiveIdlePolicy,
     low: dict[str, float],
     now: datetime.datetime,
@@ -194,10 +224,6 @@ def _next_state(
     )
 
 
-def _snapshot(row: ClaimIdleness) -> tuple[Any, ...]:
-    return tuple(getattr(row, name) for name in _FIELDS if name != "checked_at")
-
-
 @transaction.atomic
 def sweep_idle_claims(now: datetime.datetime | None = None) -> IdleSummary:
     """Flags and unflags idle claims (see the module's docstring); safe to run twice. At most
@@ -223,7 +249,12 @@ def sweep_idle_claims(now: datetime.datetime | None = None) -> IdleSummary:
             "observes",
         )
     ]
-    rows = {row.claim_id: row for row in ClaimIdleness.objects.all()}
+    rows = {
+        values[0]: _Row(*values)
+        for values in ClaimIdleness.objects.order_by().values_list(
+            "claim_id", *(name for name in _FIELDS if name != "checked_at"), "notified_episode"
+        )
+    }
     groups: dict[tuple[int, datetime.timedelta], set[str]] = defaultdict(set)
     for claim in claims:
         policy = policies.get(claim.tenant_id or 0, defaults)
@@ -241,13 +272,12 @@ def sweep_idle_claims(now: datetime.datetime | None = None) -> IdleSummary:
             continue  # being deleted (perhaps reclaimed): its row stays as it is
         is_new = row is None
         if row is None:
-            row = ClaimIdleness(claim_id=claim.pk, checked_at=now)
-        before, was_idle = _snapshot(row), row.is_idle
+            row = _Row(claim_id=claim.pk)
+        before, was_idle = row.snapshot(), row.is_idle
         policy = policies.get(claim.tenant_id or 0, defaults)
         _next_state(claim, row, policy, low, now)
-        if is_new or _snapshot(row) != before:
-            row.checked_at = now
-            changed.append(row)
+        if is_new or row.snapshot() != before:
+            changed.append(row.as_model(now))
         if row.is_idle and not was_idle:
             summary.flagged += 1
             log.info("Claim %s/%s is idle: %s", claim.namespace, claim.name, row.reason)

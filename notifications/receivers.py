@@ -15,8 +15,9 @@ from notifications.services import event_for_transition
 __all__ = ["on_claim_reclaimed", "on_claims_flagged_idle", "on_request_state_changed"]
 
 REQUEST_EVENT_TASK = "notifications.request_event"
-CLAIM_IDLE_TASK = "notifications.claim_idle"
+CLAIMS_IDLE_TASK = "notifications.claims_idle"
 IDLE_RECLAIM_TASK = "notifications.idle_reclaim"
+IDLE_NOTICE_BATCH = 200
 
 
 @receiver(request_state_changed, dispatch_uid="notifications.on_request_state_changed")
@@ -35,12 +36,13 @@ def on_request_state_changed(
 
 @receiver(claims_flagged_idle, dispatch_uid="notifications.on_claims_flagged_idle")
 def on_claims_flagged_idle(sender: Any, claim_ids: list[int], **kwargs: Any) -> None:
-    """One task per idle claim whose owner was not told of this episode yet, on commit."""
+    """Tasks for the idle claims whose owners were not told of this episode yet, on commit;
+    one per ``IDLE_NOTICE_BATCH`` claims (a sweep may flag thousands at once)."""
     ids = list(claim_ids)
 
     def enqueue() -> None:
-        for claim_id in ids:
-            current_app.tasks[CLAIM_IDLE_TASK].delay(claim_id)
+        for start in range(0, len(ids), IDLE_NOTICE_BATCH):
+            current_app.tasks[CLAIMS_IDLE_TASK].delay(ids[start : start + IDLE_NOTICE_BATCH])
 
     transaction.on_commit(enqueue)
 

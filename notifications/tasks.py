@@ -21,7 +21,7 @@ from notifications.services import (
 )
 
 __all__ = [
-    "claim_idle",
+    "claims_idle",
     "idle_reclaim",
     "deliver_webhook",
     "lease_expiring",
@@ -109,10 +109,10 @@ def quota_high() -> int:
     return notify_high_quotas()
 
 
-@shared_task(name="notifications.claim_idle", ignore_result=True)
-def claim_idle(claim_id: int) -> int:
-    """Tell an idle claim's owner, once per idle episode."""
-    return notify_claim_idle(claim_id)
+@shared_task(name="notifications.claims_idle", ignore_result=True)
+def claims_idle(claim_ids: list[int]) -> int:
+    """Tell idle claims' owners, once per idle episode."""
+    return sum(notify_claim_idle(claim_id) for claim_id in claim_ids)
 
 
 @shared_task(name="notifications.idle_reclaim", ignore_result=True)
