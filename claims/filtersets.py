@@ -5,10 +5,10 @@ from __future__ import annotations
 import django_filters
 from django.db.models import Exists, OuterRef, QuerySet
 
-from claims.models import AllocatedDevice, ClaimRequest, ResourceClaim
+from claims.models import AllocatedDevice, ClaimIdleness, ClaimRequest, ResourceClaim
 from devices.filtersets import search_box
 
-__all__ = ["ClaimRequestFilterSet", "ResourceClaimFilterSet"]
+__all__ = ["ClaimRequestFilterSet", "IdleClaimFilterSet", "ResourceClaimFilterSet"]
 
 State = ResourceClaim.State
 
@@ -70,3 +70,25 @@ class ClaimRequestFilterSet(django_filters.FilterSet):
     class Meta:
         model = ClaimRequest
         fields = ["q", "state", "namespace", "device_class", "tenant"]
+
+
+class IdleClaimFilterSet(django_filters.FilterSet):
+    """The idle claims list."""
+
+    q = django_filters.CharFilter(
+        field_name="name",
+        lookup_expr="icontains",
+        label="Search claims",
+        widget=search_box("Search claims"),
+    )
+    namespace = django_filters.CharFilter(field_name="namespace", label="Namespace")
+    reason = django_filters.ChoiceFilter(
+        field_name="idleness__reason",
+        choices=[c for c in ClaimIdleness.Reason.choices if c[0]],
+        label="Why",
+        empty_label="Any reason",
+    )
+
+    class Meta:
+        model = ResourceClaim
+        fields = ["q", "namespace", "reason"]

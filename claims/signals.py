@@ -4,6 +4,12 @@
 ``reason``, ``actor``) by ``claims.services.transition`` inside the transaction that moved the
 request. Receivers that act outside the database (notifications) do so on commit.
 
+``claims_flagged_idle``: sent (sender ``ClaimIdleness``; ``claim_ids``) by the idle sweep
+(``claims.idle``) inside its transaction, for idle claims whose owners were not yet told of the
+current idle episode. ``claim_reclaimed``: sent (sender ``ClaimIdleness``; ``claim_id``,
+``namespace``, ``name``, ``tenant_id``, ``owner_id``, ``reason``) when the portal deleted an idle
+claim. Receivers act on commit.
+
 ``relink_claim_tenants`` keeps ``ResourceClaim.tenant`` in step with namespace ownership.
 """
 
@@ -19,9 +25,16 @@ from claims.models import ResourceClaim
 from portal.models import TenantNamespace
 from portal.signals import namespaces_changed
 
-__all__ = ["relink_claim_tenants", "request_state_changed"]
+__all__ = [
+    "claim_reclaimed",
+    "claims_flagged_idle",
+    "relink_claim_tenants",
+    "request_state_changed",
+]
 
 request_state_changed = Signal()
+claims_flagged_idle = Signal()
+claim_reclaimed = Signal()
 
 
 @receiver(namespaces_changed, dispatch_uid="claims.relink_claim_tenants")

@@ -6,11 +6,14 @@ import django_tables2 as tables
 from django.utils.html import format_html
 from django.utils.timezone import localtime
 
-from claims.models import ClaimRequest, ResourceClaim
+from claims.models import ClaimIdleness, ClaimRequest, ResourceClaim
 from portal.durations import format_duration
 
 __all__ = [
     "ClaimRequestTable",
+    "IdleClaimTable",
+    "idle_badge",
+    "idle_why",
     "ResourceClaimTable",
     "claim_state_badge",
     "device_count_text",
@@ -154,3 +157,76 @@ class ClaimRequestTable(tables.Table):
             format_duration(record.lease) if record.lease else "",
             localtime(record.expires_at).strftime("%Y-%m-%d %H:%M"),
         )
+
+
+def _when(moment: object) -> str:
+    return localtime(moment).strftime("%Y-%m-%d %H:%M")  # type: ignore[arg-type]
+
+
+def idle_why(idleness: ClaimIdleness) -> str:
+    """Why the claim is idle, in words: "no consumer since …" or "under 5 % since …"."""
+    if idleness.reason == ClaimIdleness.Reason.NO_CONSUMER and idleness.unused_since:
+        return f"no consumer since {_when(idleness.unused_since)}"
+    if idleness.reason == ClaimIdleness.Reason.LOW_UTILISATION and idleness.low_since:
+        return f"under {idleness.threshold} % GPU utilisation since {_when(idleness.low_since)}"
+    return ""
+
+
+def idle_badge(idleness: ClaimIdleness | None) -> str:
+    """The "Idle" badge of a claim (empty when it is not idle), its reason as a tooltip."""
+    if idleness is None or not idleness.is_idle:
+        return ""
+    return format_html(
+        '<span class="badge text-bg-warning" data-testid="idle-badge" title="Idle: {}">'
+        '<i class="bi bi-hourglass-split me-1"></i>Idle</span>',
+        idle_why(idleness),
+    )
+
+
+class IdleClaimTable(tables.Table):
+    """Idle claims: ``ResourceClaim.objects.idle()`` with ``select_related("idleness")``."""
+
+    namespace = tables.Column(attrs={"td": {"class": "text-nowrap"}})
+    name = tables.Column(linkify=True, attrs={"td": {"class": "fw-medium"}})
+    why = tables.Column(
+        empty_values=(), accessor="idleness__reason", verbose_name="Why", orderable=True
+    )
+    idle_since = tables.DateTimeColumn(
+        accessor="idleness__idle_since",
+        format="Y-m-d H:i",
+        verbose_name="Idle since",
+        attrs={"td": {"class": "text-nowrap"}},
+    )
+    reclaim = tables.Column(
+        empty_values=(),
+        accessor="idleness__reclaim_at",
+        verbose_name="Reclaim",
+        attrs={"td": {"class": "text-nowrap"}},
+    )
+
+    class Meta:
+        model = ResourceClaim
+        fields = ["namespace", "name", "why", "idle_since", "reclaim"]
+        attrs = {"class": "table table-hover align-middle mb-0"}
+        empty_text = "No idle claim matches."
+
+    def render_why(self, record: ResourceClaim) -> str:
+        idleness = record.idleness
+        icon = "plug" if idleness.reason == ClaimIdleness.Reason.NO_CONSUMER else "speedometer"
+        return format_html('<i class="bi bi-{} me-1"></i>{}', icon, idle_why(idleness))
+
+    def render_reclaim(self, record: ResourceClaim) -> str:
+        idleness = record.idleness
+        if idleness.reclaimed_at is not None:
+            return format_html(
+                '<span class="badge state-tainted">reclaimed {}</span>',
+                _when(idleness.reclaimed_at),
+            )
+        if idleness.reclaim_at is None:
+            return format_html('<span class="text-body-secondary">{}</span>', "off")
+        if record.consumer_count:
+            return format_html(
+                'at {} <span class="small text-body-secondary">if no pod reserves it</span>',
+                _when(idleness.reclaim_at),
+            )
+        return format_html("at {}", _when(idleness.reclaim_at))

@@ -35,6 +35,7 @@ urlpatterns = [
     path("reports/", report_views.allocation_report, name="allocation-report"),
     path("sharing/", sharing_views.sharing, name="sharing"),
     path("claims/", views.resourceclaim_list, name="resourceclaim-list"),
+    path("claims/idle/", views.idle_claim_list, name="idle-claim-list"),
     path(
         "claims/<str:namespace>/<str:name>/",
         views.resourceclaim_detail,

@@ -6,13 +6,20 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
 
 from claims.access import get_claim_for_user
-from claims.filtersets import ResourceClaimFilterSet
+from claims.filtersets import IdleClaimFilterSet, ResourceClaimFilterSet
 from claims.index import index
-from claims.models import AllocatedDevice, ResourceClaim
+from claims.models import AllocatedDevice, ClaimIdleness, ResourceClaim
 from claims.preview import explain_spec, selector_hints
-from claims.tables import ResourceClaimTable, claim_state_badge
+from claims.tables import (
+    IdleClaimTable,
+    ResourceClaimTable,
+    claim_state_badge,
+    idle_badge,
+    idle_why,
+)
 from claims.utilisation import claim_utilisation
 from devices.models import Pod
 from devices.views.devices import pretty_json
@@ -20,7 +27,7 @@ from dra.model import InvalidObject, selector_expressions
 from portal.charts import time_range
 from portal.htmx import render_list, render_page, wants_fragment
 
-__all__ = ["resourceclaim_detail", "resourceclaim_list"]
+__all__ = ["idle_claim_list", "resourceclaim_detail", "resourceclaim_list"]
 
 
 @login_required
@@ -45,6 +52,26 @@ def resourceclaim_list(request: HttpRequest) -> HttpResponse:
         table_class=ResourceClaimTable,
         template="claims/resourceclaim_list.html",
         fragment="resourceclaim-table",
+        filter_choices=filter_choices,
+    )
+
+
+@login_required
+def idle_claim_list(request: HttpRequest) -> HttpResponse:
+    """Idle claims (``claims.idle``): tenants see their namespaces', portal admins all."""
+    visible = ResourceClaim.objects.visible_to(request.user)
+    idle = visible.idle().select_related("idleness").order_by("idleness__idle_since", "pk")
+
+    def filter_choices() -> dict[str, Any]:
+        namespaces = visible.idle().order_by("namespace").values_list("namespace", flat=True)
+        return {"namespace": ("All namespaces", list(namespaces.distinct()))}
+
+    return render_list(
+        request,
+        filterset=IdleClaimFilterSet(request.GET, queryset=idle),
+        table_class=IdleClaimTable,
+        template="claims/idle_claim_list.html",
+        fragment="idle-claim-table",
         filter_choices=filter_choices,
     )
 
@@ -129,7 +156,12 @@ def resourceclaim_detail(request: HttpRequest, namespace: str, name: str) -> Htt
     if wants_fragment(request):
         # The live part only: state, allocation and consumers (polled).
         return render_page(request, "claims/resourceclaim_detail.html", "claim-status", context)
+    idleness = ClaimIdleness.objects.filter(claim=claim).first()
     context |= {
+        "idleness": idleness,
+        "idle_badge": idle_badge(idleness),
+        "idle_why": idle_why(idleness) if idleness is not None else "",
+        "now": timezone.now(),
         "requests": _requests(claim),
         "node_selector_json": pretty_json(claim.allocation_node_selector)
         if claim.allocation_node_selector

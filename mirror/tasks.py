@@ -15,6 +15,7 @@ from devices.models import InventoryChange
 from mirror import requests
 from mirror.classes import refresh_device_classes
 from mirror.cluster import ClusterError, Kind
+from mirror.idle_reclaim import reclaim_idle_claims
 from mirror.locks import watcher_lock
 from mirror.mapping import MIRRORED_KINDS
 from mirror.requests import Retry
@@ -31,6 +32,7 @@ __all__ = [
     "ensure_watchers",
     "expire_claim_approvals",
     "expire_claim_leases",
+    "reclaim_idle",
     "refresh_device_classes",
     "release_claim_request",
     "resume_claim_requests",
@@ -158,3 +160,10 @@ def resume_claim_requests() -> int:
         )
         task.delay(request_id)
     return len(stuck)
+
+
+@shared_task(name="claims.reclaim_idle", ignore_result=True)
+def reclaim_idle() -> dict[str, int]:
+    """Beat: delete idle claims past their grace period that no pod reserves (tenants whose
+    idle policy reclaims; ``mirror.idle_reclaim``)."""
+    return reclaim_idle_claims()

@@ -13,12 +13,16 @@ from claims.models import ClaimRequest
 from notifications import webhooks
 from notifications.models import Event, Notification, WebhookDelivery
 from notifications.services import (
+    notify_claim_idle,
     notify_expiring_leases,
     notify_high_quotas,
+    notify_idle_reclaim,
     notify_request_event,
 )
 
 __all__ = [
+    "claims_idle",
+    "idle_reclaim",
     "deliver_webhook",
     "lease_expiring",
     "quota_high",
@@ -103,3 +107,24 @@ def lease_expiring() -> int:
 def quota_high() -> int:
     """Beat: tell tenant admins when usage crosses the quota-high line."""
     return notify_high_quotas()
+
+
+@shared_task(name="notifications.claims_idle", ignore_result=True)
+def claims_idle(claim_ids: list[int]) -> int:
+    """Tell idle claims' owners, once per idle episode."""
+    return sum(notify_claim_idle(claim_id) for claim_id in claim_ids)
+
+
+@shared_task(name="notifications.idle_reclaim", ignore_result=True)
+def idle_reclaim(
+    claim_id: int, namespace: str, name: str, tenant_id: int | None, owner_id: Any, reason: str
+) -> int:
+    """Tell an owner that their idle claim was reclaimed."""
+    return notify_idle_reclaim(
+        claim_id=claim_id,
+        namespace=namespace,
+        name=name,
+        tenant_id=tenant_id,
+        owner_id=owner_id,
+        reason=reason,
+    )

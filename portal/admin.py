@@ -16,9 +16,22 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils import timezone
 
 from portal.forms import DurationTextField, QuantityField
-from portal.models import ApiToken, AuditEvent, Membership, Quota, Tenant, TenantNamespace
+from portal.models import (
+    ApiToken,
+    AuditEvent,
+    IdlePolicy,
+    Membership,
+    Quota,
+    Tenant,
+    TenantNamespace,
+)
 from portal.services import tenants as tenant_services
 from portal.services.audit import record_event
+from portal.services.idle_policies import (
+    IDLE_POLICY_FIELDS,
+    delete_idle_policy,
+    save_idle_policy,
+)
 from portal.services.tenants import QUOTA_FIELDS
 
 
@@ -236,6 +249,40 @@ class TenantAdmin(ServiceAdmin):
                     formset.changed_objects.append((inline_form.instance, inline_form.changed_data))
                 else:
                     formset.new_objects.append(inline_form.instance)
+
+
+class IdlePolicyForm(ModelForm):
+    """Durations typed as ``24h`` or ``2d``; blank fields follow the portal's defaults."""
+
+    grace_period = DurationTextField(label="Grace period", help_text="e.g. 24h; blank: default.")
+    no_consumer_after = DurationTextField(
+        label="No consumer after", help_text="e.g. 2h; blank: default."
+    )
+    low_utilisation_after = DurationTextField(
+        label="Low utilisation after", help_text="e.g. 4h; blank: default."
+    )
+
+    class Meta:
+        model = IdlePolicy
+        fields = ["tenant", *IDLE_POLICY_FIELDS]
+
+
+@admin.register(IdlePolicy)
+class IdlePolicyAdmin(ServiceAdmin):
+    form = IdlePolicyForm
+    list_display = ["tenant", "reclaim", "grace_period", "no_consumer_after", "updated_at"]
+    list_filter = ["reclaim"]
+    list_select_related = ["tenant"]
+    search_fields = ["tenant__name"]
+
+    def save_object(
+        self, request: HttpRequest, obj: IdlePolicy, previous: IdlePolicy | None
+    ) -> IdlePolicy:
+        fields = {name: getattr(obj, name) for name in IDLE_POLICY_FIELDS}
+        return save_idle_policy(actor=request.user, tenant=obj.tenant, **fields)
+
+    def delete_object(self, request: HttpRequest, obj: IdlePolicy) -> None:
+        delete_idle_policy(actor=request.user, policy=obj)
 
 
 @admin.register(Quota)

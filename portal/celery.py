@@ -3,7 +3,8 @@
 Tasks are thin (STYLE §14): ids in, rows loaded, a service called. They use Celery's Django task
 class so ``task.delay_on_commit(...)`` enqueues only once the surrounding transaction commits.
 Queues are named for their work so operators can size workers per kind of work:
-``default`` (lifecycle: apply, release, expiry), ``watchers`` (long-running cluster watches) and
+``default`` (lifecycle: apply, release, expiry, idle claims), ``watchers`` (long-running cluster
+watches) and
 ``telemetry`` (exporter scrapes and rollups) and ``allocations`` (reservations: exactly one
 consumer, so they are decided one at a time against one warm index).
 """
@@ -52,5 +53,9 @@ app.conf.beat_schedule = {
     "telemetry-roll-up": {"task": "devices.tasks.telemetry_roll_up", "schedule": 60.0},
     "telemetry-prune": {"task": "devices.tasks.telemetry_prune", "schedule": 600.0},
     "claims-roll-up-usage": {"task": "claims.roll_up_usage", "schedule": 120.0},
+    # Idle claims: flag / unflag (and tell owners), then reclaim those past their grace period
+    # where the tenant's idle policy says so. Lifecycle work: the default queue.
+    "claims-sweep-idle": {"task": "claims.sweep_idle", "schedule": 120.0},
+    "claims-reclaim-idle": {"task": "claims.reclaim_idle", "schedule": 120.0},
 }
 app.autodiscover_tasks()

@@ -324,6 +324,18 @@ try:
 except DurationError as error:
     raise ImproperlyConfigured(f"TELEMETRY_*_RETENTION: {error}") from None
 
+# Idle claims (docs/idle.md): allocated with no pod in reservedFor for IDLE_NO_CONSUMER_AFTER, or
+# every device under IDLE_UTILISATION_THRESHOLD percent for IDLE_LOW_UTILISATION_AFTER; tenants
+# whose idle policy reclaims them get IDLE_RECLAIM_GRACE to react before the claim is deleted.
+# Each tenant's idle policy (portal admin) may override any of them.
+try:
+    IDLE_NO_CONSUMER_AFTER = parse_duration(env_str("IDLE_NO_CONSUMER_AFTER", "2h"))
+    IDLE_LOW_UTILISATION_AFTER = parse_duration(env_str("IDLE_LOW_UTILISATION_AFTER", "4h"))
+    IDLE_RECLAIM_GRACE = parse_duration(env_str("IDLE_RECLAIM_GRACE", "24h"))
+except DurationError as error:
+    raise ImproperlyConfigured(f"IDLE_*: {error}") from None
+IDLE_UTILISATION_THRESHOLD = env_int("IDLE_UTILISATION_THRESHOLD", 5)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

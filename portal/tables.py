@@ -9,7 +9,7 @@ from typing import Any
 import django_tables2 as tables
 from django.apps import apps
 from django.template.loader import render_to_string
-from django.urls import NoReverseMatch
+from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
 from portal.models import AuditEvent, Tenant
@@ -82,13 +82,27 @@ def _own_page(event: AuditEvent) -> str | None:
         return None
 
 
+def _claim_page(event: AuditEvent) -> str | None:
+    """A mirrored claim's page, from its ``namespace/name`` (claims are named, not numbered,
+    in their URLs; a claim gone since answers 404 there, which says as much)."""
+    namespace, _, name = event.object_repr.partition("/")
+    if not namespace or not name:
+        return None
+    try:
+        return reverse("resourceclaim-detail", kwargs={"namespace": namespace, "name": name})
+    except NoReverseMatch:
+        return None
+
+
 # Where an audited object is shown, by ``object_type``. Quotas and memberships live on their
 # tenant's page; a deleted tenant has no page (its events keep ``tenant`` null).
 AUDIT_OBJECT_PAGES: dict[str, Callable[[AuditEvent], str | None]] = {
     "portal.Tenant": _tenant_page,
     "portal.Quota": _tenant_page,
     "portal.Membership": _tenant_page,
+    "portal.IdlePolicy": _tenant_page,
     "claims.ClaimRequest": _own_page,
+    "claims.ResourceClaim": _claim_page,
 }
 
 SHORT_VALUE_CHARS = 60

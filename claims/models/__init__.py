@@ -6,6 +6,7 @@ from claims.models.allocation_records import (
     AllocationRecordQuerySet,
     request_device_classes,
 )
+from claims.models.claim_idleness import ClaimIdleness, ClaimIdlenessQuerySet
 from claims.models.claim_requests import (
     REQUEST_ID_LABEL,
     RESERVATION_FINALIZER,
@@ -31,6 +32,8 @@ __all__ = [
     "AllocationRecord",
     "AllocationRecordQuerySet",
     "ClaimConsumer",
+    "ClaimIdleness",
+    "ClaimIdlenessQuerySet",
     "ClaimRequest",
     "ClaimRequestQuerySet",
     "ClassPolicy",

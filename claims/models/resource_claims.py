@@ -31,6 +31,10 @@ class ResourceClaimQuerySet(NamespacedQuerySet):
     def pending(self) -> ResourceClaimQuerySet:
         return self.filter(is_allocated=False)
 
+    def idle(self) -> ResourceClaimQuerySet:
+        """Claims the idle sweep flagged (``claims.idle``)."""
+        return self.filter(idleness__reason__gt="")
+
     def with_device_counts(self) -> ResourceClaimQuerySet:
         """Annotates ``device_count`` (results that hold their device) and
         ``observed_device_count`` (admin-access results, which observe a device without

@@ -14,6 +14,7 @@ class Event(models.TextChoices):
     LEASE_EXPIRING = "lease_expiring", "Lease expiring"
     CLAIM_RECLAIMED = "claim_reclaimed", "Claim reclaimed"
     QUOTA_HIGH = "quota_high", "Quota almost used up"
+    CLAIM_IDLE = "claim_idle", "Claim idle"
 
     @property
     def description(self) -> str:
@@ -25,7 +26,9 @@ _DESCRIPTIONS = {
     Event.REQUEST_DENIED: "A claim request of yours that waited for approval was denied.",
     Event.REQUEST_FAILED: "A claim request of yours could not be applied to the cluster.",
     Event.LEASE_EXPIRING: "The lease of one of your claims ends soon (renew it to keep it).",
-    Event.CLAIM_RECLAIMED: "A claim of yours was taken back: its lease ended or an admin "
-    "forced its release.",
+    Event.CLAIM_RECLAIMED: "A claim of yours was taken back: its lease ended, an admin "
+    "forced its release, or it stayed idle past its grace period.",
     Event.QUOTA_HIGH: "A tenant you administer uses 90 % or more of a quota limit.",
+    Event.CLAIM_IDLE: "A claim of yours holds devices that nothing uses (no pod, or almost no "
+    "GPU utilisation); it may be reclaimed.",
 }

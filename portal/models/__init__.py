@@ -2,8 +2,18 @@
 
 from portal.models.api_tokens import ApiToken
 from portal.models.audit import AuditEvent
+from portal.models.idle_policies import EffectiveIdlePolicy, IdlePolicy
 from portal.models.memberships import Membership
 from portal.models.quotas import Quota
 from portal.models.tenants import Tenant, TenantNamespace
 
-__all__ = ["ApiToken", "AuditEvent", "Membership", "Quota", "Tenant", "TenantNamespace"]
+__all__ = [
+    "ApiToken",
+    "AuditEvent",
+    "EffectiveIdlePolicy",
+    "IdlePolicy",
+    "Membership",
+    "Quota",
+    "Tenant",
+    "TenantNamespace",
+]

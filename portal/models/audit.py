@@ -39,6 +39,10 @@ class AuditEvent(models.Model):
         CLAIM_APPROVED = "claim_approved", "Claim request approved"
         CLAIM_DENIED = "claim_denied", "Claim request denied"
         BACKSTOP_REPAIRED = "backstop_repaired", "ResourceQuota repaired"
+        CLAIM_IDLE = "claim_idle", "Claim flagged idle"
+        CLAIM_ACTIVE = "claim_active", "Claim no longer idle"
+        CLAIM_RECLAIMED = "claim_reclaimed", "Idle claim reclaimed"
+        CLAIM_RECLAIM_SKIPPED = "claim_reclaim_skipped", "Idle claim kept: a pod reserves it"
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(

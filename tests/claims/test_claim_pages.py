@@ -94,12 +94,13 @@ def test_a_claim_page_costs_a_fixed_number_of_queries(
     client_as, root, mirrored_cluster, django_assert_num_queries
 ):
     client = client_as(root)
-    # session, user, claim, results with their devices, consumers, pods, utilisation rollups
-    with django_assert_num_queries(7):
+    # session, user, claim, results with their devices, consumers, pods, idleness,
+    # utilisation rollups
+    with django_assert_num_queries(8):
         client.get(TEAM_A_CLAIM)
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(8):
         client.get("/claims/admin-access/pod0-admin-gpu-z7wjx/")
-    with django_assert_num_queries(6):  # the live fragment: no utilisation
+    with django_assert_num_queries(6):  # the live fragment: no idleness, no utilisation
         client.get(TEAM_A_CLAIM, HTTP_HX_REQUEST="true")
 
 
