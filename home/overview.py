@@ -17,6 +17,7 @@ from django.db.models import Avg, Count, Exists, Max, OuterRef, Q
 from django.urls import reverse
 from django.utils import timezone
 
+from claims.idle import idle_claim_count
 from claims.models import ResourceClaim, UsageRollup
 from devices.models import (
     Device,
@@ -83,6 +84,7 @@ def cluster_overview(user: AbstractBaseUser | AnonymousUser) -> dict[str, Any] |
         pending=Count("pk", filter=Q(is_allocated=False)),
         allocated=Count("pk", filter=Q(is_allocated=True)),
     )
+    claims["idle"] = idle_claim_count(user)
     return {
         "node_count": node_count,
         "ready_count": Node.objects.filter(is_ready=True).count(),

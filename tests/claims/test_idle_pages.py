@@ -47,6 +47,13 @@ def test_a_tenant_member_sees_the_idle_claims_of_their_namespaces(idle, client_a
     assert idle_claim_count(bob) == 1
 
 
+def test_the_dashboard_counts_the_idle_claims_one_may_see(idle, client_as, bob, carol):
+    mine = client_as(bob).get("/").text
+    theirs = client_as(carol).get("/").text
+    assert '>1 idle</span>' in mine and 'href="/claims/idle/"' in mine
+    assert "none idle" in theirs
+
+
 def test_a_portal_admin_sees_every_idle_claim(idle, client_as, root):
     response = client_as(root).get(LIST)
     assert names(response) == ["gpu-test1/pod1-gpu-nscrq", "gpu-test3/single-gpu"]

@@ -26,7 +26,12 @@ def test_the_dashboard_summarises_the_cluster(client_as, alice, mirrored_cluster
 
 
 def test_claim_counts_are_those_the_user_may_see(alice, carol, root, mirrored_cluster):
-    assert cluster_overview(alice)["claims"] == {"total": 2, "pending": 0, "allocated": 2}
+    assert cluster_overview(alice)["claims"] == {
+        "total": 2,
+        "pending": 0,
+        "allocated": 2,
+        "idle": 0,
+    }
     assert cluster_overview(carol)["claims"]["total"] == 0
     assert cluster_overview(root)["claims"]["total"] == 13
 
@@ -75,13 +80,14 @@ def test_the_dashboard_costs_a_fixed_number_of_queries(
     client = client_as(alice)
     client.get("/")  # the process's allocation index is built once (usage estimates use it)
     # session, user, tenants (2: the page and their namespaces), tenant count, quota count,
-    # token count, nodes, device states, GPUs by model, device-plugin GPUs, claims, ready nodes,
+    # token count, nodes, device states, GPUs by model, device-plugin GPUs, claims, idle claims,
+    # ready nodes,
     # the mirror's stale kinds and its health, telemetry (readings, sources), the tenants' 24 h
     # of GPU utilisation; usage against quota per tenant shown (at most 3 tenants):
     # claims, their results with device memory, requests, quotas and the warm index's
     # catch-up (the warm-up read the claims' specs, which are parsed once per version, and
     # cached the navigation's "does alice administer a tenant")
-    with django_assert_num_queries(22):
+    with django_assert_num_queries(23):
         client.get("/")
 
 
@@ -93,10 +99,10 @@ def test_the_cluster_card_and_the_mirror_banner_refresh_by_themselves(
     MirrorStatus.objects.create(kind="resourceslices", state=MirrorStatus.State.WATCHING)
     client = client_as(bob)
     assert 'id="cluster-live"' in client.get("/").content.decode()
-    # session, user, node count, device states, GPUs by model, device-plugin GPUs, claims,
-    # ready nodes, stale kinds, mirror health, telemetry (readings, sources): the card only,
+    # session, user, node count, device states, GPUs by model, device-plugin GPUs, claims, idle
+    # claims, ready nodes, stale kinds, mirror health, telemetry (readings, sources): the card only,
     # not the tenants and tokens around it
-    with django_assert_num_queries(12):
+    with django_assert_num_queries(13):
         body = client.get("/", headers={"HX-Request": "true"}).content.decode()
     assert "<html" not in body and "GPUs by model" in body
     assert 'id="mirror-banner" hx-swap-oob="true"' in body

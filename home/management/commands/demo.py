@@ -23,6 +23,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import close_old_connections
 
+from claims.idle import sweep_idle_claims
 from claims.models import AllocationMode, ClaimRequest, ClassPolicy
 from claims.services import save_class_policy, submit_request
 from claims.specs import ClaimInput, SpecErrors
@@ -137,8 +138,8 @@ class Command(BaseCommand):
 
     def _simulate_telemetry(self, stop: threading.Event) -> None:
         """No GPU in the demo: a simulated telemetry source (every page labels its readings
-        *simulated*) read every 15 s, with a day of made-up history, rolled up and pruned as
-        the beat tasks do in production."""
+        *simulated*) read every 15 s, with a day of made-up history, rolled up and pruned, and
+        idle claims found, as the beat tasks do in production."""
         for _ in range(120):
             if stop.is_set():
                 return
@@ -156,6 +157,7 @@ class Command(BaseCommand):
             rows = backfill_simulated_history(source)
             self.stdout.write(f"Simulated GPU telemetry: {rows} rollups of the last 24 h.")
         roll_up_usage()  # the claims' share of that history, before anyone opens a claim
+        sweep_idle_claims()  # the simulation's idle holders are idle at once: a day of history
         cycles = 0
         while not stop.wait(source.interval_seconds):
             try:
@@ -164,6 +166,8 @@ class Command(BaseCommand):
                 if cycles % 4 == 0:
                     roll_up()
                     roll_up_usage()
+                if cycles % 8 == 0:
+                    sweep_idle_claims()  # reclaim stays off unless a tenant's policy turns it on
                 if cycles % 40 == 0:
                     prune()
             except Exception:  # the demo goes on without readings rather than stop
