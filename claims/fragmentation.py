@@ -1,0 +1,664 @@
+"""The fragmentation advisor: which MIG profiles and whole-GPU shapes still fit where.
+
+Every answer comes from the allocator, none is guessed from free counts. A **shape** is one
+claim: a MIG profile (a device of a partition class whose ``profile`` attribute names it), or
+1, 2, 4 or 8 whole devices of a GPU class, multi-device shapes kept on one NVLink clique with a
+``matchAttribute`` constraint when the class's devices publish a clique attribute (the
+``nvlink`` preset of ``claims.specs``; without one the devices only share a node, as every
+allocation does). For each node and shape the claim is allocated on that node in a private
+copy of the warm index's cluster, committed, and allocated again until it fails, at most
+:data:`MAX_FITS` times; then the node's usage is put back before the next shape. So shared
+counters (MIG memory slices), a whole GPU that blocks its partitions and vice versa, taints and
+constraints count exactly as the allocator counts them, and the devices it chose say which GPUs
+had room.
+
+The core (:func:`shapes_of`, :func:`advise_node`, :func:`advise`) takes a
+:class:`dra.allocator.Cluster` and touches nothing else; :func:`node_advice` and
+:func:`cluster_advice` run it on a snapshot of the process's index and keep the result until
+the index's version changes (docs/fragmentation.md has the costs).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from claims.index import AllocationIndex, index
+from claims.specs import resolve_preset
+from dra.allocator import DEFAULT_TIMEOUT_SECONDS, AllocatedState, Cluster
+from dra.model import ExactRequest, InvalidObject, parse_claim
+from dra.model import ResourceClaim as ClaimModel
+
+__all__ = [
+    "MAX_FITS",
+    "WHOLE_COUNTS",
+    "ClassAdvice",
+    "ClusterAdvice",
+    "LargestBlock",
+    "NodeAdvice",
+    "Shape",
+    "ShapeFit",
+    "ShapeKind",
+    "ShapeSummary",
+    "advise",
+    "advise_node",
+    "cluster_advice",
+    "node_advice",
+    "scratch_copy",
+    "shapes_of",
+]
+
+# How many claims of one shape a node is asked to take at most (an 8-GPU A100 node takes 56
+# of the smallest profile).
+MAX_FITS = 64
+WHOLE_COUNTS = (1, 2, 4, 8)
+_PROFILE = re.compile(r"^(\d+)g\.(\d+)gb")
+
+
+class ShapeKind(enum.StrEnum):
+    PARTITION = "partition"  # one MIG device of a profile
+    WHOLE = "whole"  # whole devices (GPUs), one or several
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """One claim the advisor tries: ``count`` devices of ``device_class`` passing
+    ``selectors``, all agreeing on ``match_attribute`` when it is set."""
+
+    device_class: str
+    kind: ShapeKind
+    label: str
+    count: int = 1
+    profile: str = ""
+    selectors: tuple[str, ...] = ()
+    match_attribute: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.device_class}:{self.profile or self.count}"
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """The ResourceClaim ``spec`` the allocator is asked to place."""
+        exactly: dict[str, Any] = {
+            "deviceClassName": self.device_class,
+            "allocationMode": "ExactCount",
+            "count": self.count,
+        }
+        if self.selectors:
+            exactly["selectors"] = [{"cel": {"expression": e}} for e in self.selectors]
+        devices: dict[str, Any] = {"requests": [{"name": "shape", "exactly": exactly}]}
+        if self.match_attribute and self.count > 1:
+            devices["constraints"] = [
+                {"requests": ["shape"], "matchAttribute": self.match_attribute}
+            ]
+        return {"devices": devices}
+
+    def claim(self, count: int | None = None) -> ClaimModel:
+        """The shape as a parsed claim (``count`` overrides the number of devices)."""
+        spec = self.spec
+        if count is not None:
+            spec["devices"]["requests"][0]["exactly"]["count"] = count
+            if self.match_attribute and count > 1:
+                spec["devices"]["constraints"] = [
+                    {"requests": ["shape"], "matchAttribute": self.match_attribute}
+                ]
+        name = "fragmentation-probe"
+        return parse_claim(
+            {"metadata": {"name": name, "namespace": "portal", "uid": name}, "spec": spec},
+            f"shape {self.key}",
+        )
+
+
+@dataclass(slots=True)
+class ShapeFit:
+    """How a node takes one shape: ``fits`` claims of it at once (``capped``: it stopped at
+    :data:`MAX_FITS` and may take more); for partitions, per GPU how many of those landed on
+    it; ``first``: the devices the first claim gets (empty when none fits)."""
+
+    shape: Shape
+    fits: int = 0
+    capped: bool = False
+    gpus: dict[str, int] = field(default_factory=dict)
+    first: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def is_allocatable(self) -> bool:
+        return self.fits > 0
+
+
+@dataclass(slots=True)
+class ClassAdvice:
+    """One device class on one node: every shape of it the node publishes devices for, and
+    for whole devices the largest number one claim can get (``largest``), constrained to one
+    clique by ``clique_attribute`` when the devices publish one."""
+
+    device_class: str
+    kind: ShapeKind
+    devices: int
+    fits: list[ShapeFit] = field(default_factory=list)
+    clique_attribute: str | None = None
+    largest: int = 0
+
+    @property
+    def sentence(self) -> str:
+        if self.kind is ShapeKind.PARTITION:
+            return partition_sentence(self.fits)
+        return whole_sentence(self.largest, self.devices, self.clique_attribute)
+
+
+@dataclass(slots=True)
+class NodeAdvice:
+    node: str
+    classes: list[ClassAdvice] = field(default_factory=list)
+    allocations: int = 0  # allocator calls it took
+    seconds: float = 0.0
+
+    @property
+    def sentences(self) -> list[str]:
+        return [advice.sentence for advice in self.classes]
+
+
+@dataclass(slots=True)
+class ShapeSummary:
+    """One shape cluster-wide: the nodes that take it and how often, the GPUs with room."""
+
+    shape: Shape
+    nodes: list[tuple[str, int]] = field(default_factory=list)  # (node, fits), fits > 0
+    published_on: int = 0  # nodes publishing devices for it
+    fits: int = 0
+    gpus: int = 0
+    capped: bool = False
+
+    @property
+    def sentence(self) -> str:
+        shape = self.shape
+        if not self.nodes:
+            if shape.kind is ShapeKind.PARTITION:
+                return f"No GPU can take a {shape.label}."
+            return f"{shape.label} in one claim fit on no node."
+        where = _nodes_phrase([name for name, _ in self.nodes])
+        more = "+" if self.capped else ""
+        if shape.kind is ShapeKind.PARTITION:
+            return (
+                f"{_count(self.gpus, 'GPU')} {_on(where)} each have room for a {shape.label} "
+                f"({self.fits}{more} in all)."
+            )
+        return f"{shape.label} in one claim: {self.fits}{more} at once, {_on(where)}."
+
+
+@dataclass(slots=True)
+class LargestBlock:
+    """The most devices of a whole-device class one claim can get, and where."""
+
+    device_class: str
+    clique_attribute: str | None
+    count: int
+    nodes: list[str]
+
+    @property
+    def sentence(self) -> str:
+        what = "NVLink clique" if self.clique_attribute else "set on one node"
+        if not self.count:
+            return f"{self.device_class}: no device can be allocated anywhere."
+        return (
+            f"{self.device_class}: largest allocatable {what}: {_count(self.count, 'GPU')} on "
+            f"{_nodes_phrase(self.nodes)}."
+        )
+
+
+@dataclass(slots=True)
+class ClusterAdvice:
+    nodes: list[NodeAdvice] = field(default_factory=list)
+    shapes: list[ShapeSummary] = field(default_factory=list)
+    largest: list[LargestBlock] = field(default_factory=list)
+    allocations: int = 0
+    seconds: float = 0.0
+    version: int | None = None
+
+    @property
+    def sentences(self) -> list[str]:
+        """The answers in words: the largest block of each whole-device class, then per
+        partition class which profiles still fit on how many GPUs, and where."""
+        sentences = [block.sentence for block in self.largest]
+        by_class: dict[str, list[tuple[str, int, str]]] = {}
+        for summary in self.shapes:
+            if summary.shape.kind is ShapeKind.PARTITION:
+                where = (
+                    f" on {_nodes_phrase([n for n, _ in summary.nodes])}" if summary.nodes else ""
+                )
+                by_class.setdefault(summary.shape.device_class, []).append(
+                    (summary.shape.label, summary.gpus, where)
+                )
+        sentences.extend(f"{name}: {room_sentence(rooms)}" for name, rooms in by_class.items())
+        return sentences
+
+
+# --- phrasing ---------------------------------------------------------------------------------
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _on(where: str) -> str:
+    return f"on {where}"
+
+
+def _nodes_phrase(names: list[str], shown: int = 3) -> str:
+    if len(names) <= shown:
+        return _join(names)
+    return f"{len(names)} nodes ({', '.join(names[:shown])}, …)"
+
+
+def _join(items: list[str], last: str = "and") -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} {last} {items[-1]}"
+
+
+def room_sentence(rooms: list[tuple[str, int, str]]) -> str:
+    """Profiles grouped by how many GPUs have room for them, e.g. "6 GPUs each have room for a
+    1g.5gb or 2g.10gb; 2 GPUs for a 3g.20gb; none can take a 7g.40gb". ``rooms``: (profile,
+    GPUs with room, where: "" or e.g. " on dgx-a100-01"), smallest profile first."""
+    groups: dict[tuple[int, str], list[str]] = {}
+    for label, gpus, where in rooms:
+        if gpus:
+            groups.setdefault((gpus, where), []).append(label)
+    parts = []
+    for (gpus, where), labels in sorted(groups.items(), key=lambda item: -item[0][0]):
+        verb = "has" if gpus == 1 else "each have"
+        if parts:
+            verb = ""
+        lead = f"{_count(gpus, 'GPU')}{where}"
+        parts.append(f"{lead} {verb} room for a {_join(labels, 'or')}".replace("  ", " "))
+    missing = [label for label, gpus, _ in rooms if not gpus]
+    if missing:
+        parts.append(f"{'none' if parts else 'no GPU'} can take a {_join(missing, 'or')}")
+    text = "; ".join(parts)
+    return text[:1].upper() + text[1:] + "."
+
+
+def partition_sentence(fits: list[ShapeFit]) -> str:
+    """One node's partitions: see :func:`room_sentence`."""
+    return room_sentence([(fit.shape.label, len(fit.gpus), "") for fit in fits])
+
+
+def whole_sentence(largest: int, devices: int, clique_attribute: str | None) -> str:
+    if not largest:
+        return f"None of the {_count(devices, 'GPU')} can be allocated."
+    what = "NVLink clique" if clique_attribute else "set on this node"
+    return f"Largest allocatable {what}: {_count(largest, 'GPU')} (of {devices})."
+
+
+# --- the core ---------------------------------------------------------------------------------
+
+
+def scratch_copy(cluster: Cluster) -> Cluster:
+    """A private cluster over the same (immutable) inventory, with its own copy of what is in
+    use: commits on it never reach ``cluster``. Take it under the index's lock."""
+    allocated = AllocatedState(
+        set(cluster.allocated.in_use),
+        {key: dict(amounts) for key, amounts in cluster.allocated.consumed.items()},
+    )
+    return Cluster(
+        cluster.features, dict(cluster.classes), cluster.inventory, list(cluster.nodes), allocated
+    )
+
+
+def _class_request(device_class: str) -> ExactRequest | None:
+    spec = {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": device_class}}]}}
+    try:
+        claim = parse_claim(
+            {"metadata": {"name": "c", "namespace": "portal", "uid": "c"}, "spec": spec}, "class"
+        )
+    except InvalidObject:
+        return None
+    return claim.requests[0].exactly
+
+
+def _profile_order(profile: str) -> tuple[int, int, str]:
+    match = _PROFILE.match(profile)
+    if match is None:
+        return (1 << 30, 0, profile)
+    return (int(match.group(1)), int(match.group(2)), profile)
+
+
+@dataclass(slots=True)
+class _ClassDevices:
+    """A class's devices by node (uids), and the shapes the advisor tries for it."""
+
+    device_class: str
+    kind: ShapeKind
+    by_node: dict[str, list[int]]
+    shapes: list[Shape]
+    profiles_by_node: dict[str, set[str]] = field(default_factory=dict)
+    clique_attribute: str | None = None
+
+
+def _node_of(cluster: Cluster, uid: int) -> str | None:
+    resource_slice, device = cluster.inventory.devices[uid]
+    return resource_slice.node_name or device.node_name
+
+
+def _classes(cluster: Cluster) -> list[_ClassDevices]:
+    """The device classes worth advising on: partition classes (devices naming a
+    ``profile``) and whole-device classes (devices with a ``memory`` capacity)."""
+    found = []
+    devices = cluster.inventory.devices
+    for name in sorted(cluster.classes):
+        request = _class_request(name)
+        if request is None:
+            continue
+        passing, _ = cluster.request_matches(cluster.classes[name], request)
+        by_node: dict[str, list[int]] = defaultdict(list)
+        profiles: dict[str, str] = {}  # profile → driver
+        profiles_by_node: dict[str, set[str]] = defaultdict(set)
+        published: set[str] = set()
+        has_memory = False
+        for uid in sorted(passing):
+            resource_slice, device = devices[uid]
+            node = _node_of(cluster, uid)
+            if node is None:
+                continue  # a device several nodes share belongs to none of them here
+            by_node[node].append(uid)
+            profile = device.attribute("profile", resource_slice.driver)
+            if profile is not None and isinstance(profile[1], str):
+                profiles.setdefault(profile[1], resource_slice.driver)
+                profiles_by_node[node].add(profile[1])
+            has_memory = has_memory or "memory" in device.capacity
+            published.update(
+                key if "/" in key else f"{resource_slice.driver}/{key}" for key in device.attributes
+            )
+        if not by_node:
+            continue
+        if profiles:
+            shapes = [
+                Shape(
+                    name,
+                    ShapeKind.PARTITION,
+                    profile,
+                    profile=profile,
+                    selectors=(
+                        f"device.attributes[{json.dumps(driver)}].profile == {json.dumps(profile)}",
+                    ),
+                )
+                for profile, driver in sorted(profiles.items(), key=lambda p: _profile_order(p[0]))
+            ]
+            found.append(
+                _ClassDevices(name, ShapeKind.PARTITION, by_node, shapes, dict(profiles_by_node))
+            )
+        elif has_memory:
+            clique = resolve_preset("nvlink", published)
+            most = max(len(uids) for uids in by_node.values())
+            shapes = [
+                Shape(
+                    name,
+                    ShapeKind.WHOLE,
+                    _count(count, "GPU"),
+                    count=count,
+                    match_attribute=clique if count > 1 else None,
+                )
+                for count in WHOLE_COUNTS
+                if count <= most
+            ]
+            found.append(_ClassDevices(name, ShapeKind.WHOLE, by_node, shapes, {}, clique))
+    return found
+
+
+def shapes_of(cluster: Cluster) -> list[Shape]:
+    """Every shape the advisor tries on ``cluster``, partition classes' profiles smallest
+    first, then whole devices by count."""
+    return [shape for found in _classes(cluster) for shape in found.shapes]
+
+
+class _Probe:
+    """Allocations on one scratch cluster, each shape starting from the same usage."""
+
+    def __init__(self, scratch: Cluster, timeout: float) -> None:
+        self.scratch = scratch
+        self.timeout = timeout
+        self.baseline = AllocatedState(
+            set(scratch.allocated.in_use),
+            {key: dict(amounts) for key, amounts in scratch.allocated.consumed.items()},
+        )
+        self.calls = 0
+
+    def allocate(self, claim: ClaimModel, node: str) -> Any:
+        self.calls += 1
+        return self.scratch.allocate([claim], node, self.timeout)
+
+    def count(self, shape: Shape, node: str, parents: dict[str, str]) -> ShapeFit:
+        """Allocate ``shape`` on ``node`` again and again (committing each) until it fails;
+        then put the node's usage back."""
+        fit = ShapeFit(shape)
+        claim = shape.claim()
+        gpus: Counter[str] = Counter()
+        touched: set[tuple[str, str]] = set()
+        try:
+            while fit.fits < MAX_FITS:
+                outcome = self.allocate(claim, node)
+                if not outcome.allocations:
+                    fit.error = outcome.error
+                    break
+                results = outcome.allocations[0].results
+                if not fit.fits:
+                    fit.first = [result.candidate.device.name for result in results]
+                for result in results:
+                    touched.add((result.candidate.pool.driver, result.candidate.pool.name))
+                    if shape.kind is ShapeKind.PARTITION:
+                        gpus[
+                            _parent(result.candidate.pool.driver, result.candidate.device, parents)
+                        ] += 1
+                self.scratch.commit(outcome.allocations)
+                fit.fits += 1
+            fit.capped = fit.fits >= MAX_FITS
+        finally:
+            if touched:
+                self.scratch.replace_usage(touched, self.baseline)
+        fit.gpus = dict(sorted(gpus.items()))
+        return fit
+
+    def largest(self, shape: Shape, node: str, known: list[ShapeFit]) -> int:
+        """The most devices one claim of ``shape``'s class (and constraint) gets on ``node``:
+        between the largest count known to fit and the next known not to, by bisection."""
+        fitting = [fit.shape.count for fit in known if fit.is_allocatable]
+        low = max(fitting, default=0)
+        singles = next((fit.fits for fit in known if fit.shape.count == 1), 0)
+        failing = [fit.shape.count for fit in known if not fit.is_allocatable]
+        high = min([singles, *(count - 1 for count in failing if count > low)])
+        while low < high:
+            middle = (low + high + 1) // 2
+            outcome = self.allocate(shape.claim(middle), node)
+            if outcome.allocations:
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+
+def _parent(driver: str, device: Any, parents: dict[str, str]) -> str:
+    """The GPU a partition is carved from: the device whose uuid its ``parentUUID`` names,
+    else the counter set it consumes from, else itself."""
+    parent = device.attribute("parentUUID", driver)
+    if parent is not None and parent[1] in parents:
+        return parents[parent[1]]
+    if device.consumes_counters:
+        return str(device.consumes_counters[0].counter_set)
+    return str(device.name)
+
+
+def _uuids(cluster: Cluster, uids: Iterable[int]) -> dict[str, str]:
+    found = {}
+    for uid in uids:
+        resource_slice, device = cluster.inventory.devices[uid]
+        uuid = device.attribute("uuid", resource_slice.driver)
+        if uuid is not None and isinstance(uuid[1], str):
+            found[uuid[1]] = device.name
+    return found
+
+
+def _advise_node(
+    probe: _Probe, node: str, classes: list[_ClassDevices], parents: dict[str, str]
+) -> NodeAdvice:
+    started = time.perf_counter()
+    calls = probe.calls
+    advice = NodeAdvice(node)
+    for found in classes:
+        uids = found.by_node.get(node)
+        if not uids:
+            continue
+        entry = ClassAdvice(
+            found.device_class, found.kind, len(uids), clique_attribute=found.clique_attribute
+        )
+        if found.kind is ShapeKind.PARTITION:
+            here = found.profiles_by_node.get(node, set())
+            entry.devices = len({_parent_of_uid(probe.scratch, uid, parents) for uid in uids})
+            entry.fits = [
+                probe.count(shape, node, parents) for shape in found.shapes if shape.profile in here
+            ]
+        else:
+            entry.fits = [
+                probe.count(shape, node, parents)
+                for shape in found.shapes
+                if shape.count <= len(uids)
+            ]
+            if entry.fits:
+                entry.largest = probe.largest(found.shapes[-1], node, entry.fits)
+        advice.classes.append(entry)
+    advice.allocations = probe.calls - calls
+    advice.seconds = time.perf_counter() - started
+    return advice
+
+
+def _parent_of_uid(cluster: Cluster, uid: int, parents: dict[str, str]) -> str:
+    resource_slice, device = cluster.inventory.devices[uid]
+    return _parent(resource_slice.driver, device, parents)
+
+
+def advise_node(
+    scratch: Cluster, node: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS
+) -> NodeAdvice:
+    """What fits on ``node`` now. ``scratch`` is used for trial allocations (see
+    :func:`scratch_copy`); its usage is the same afterwards."""
+    classes = _classes(scratch)
+    uids = [uid for found in classes for uid in found.by_node.get(node, ())]
+    return _advise_node(_Probe(scratch, timeout), node, classes, _uuids(scratch, uids))
+
+
+def advise(
+    scratch: Cluster,
+    nodes: Iterable[str] | None = None,
+    *,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+) -> ClusterAdvice:
+    """What fits on each node (every node publishing devices of an advised class, by name,
+    unless ``nodes`` names them), summed up per shape and per whole-device class."""
+    started = time.perf_counter()
+    classes = _classes(scratch)
+    wanted = sorted(
+        set(nodes) if nodes is not None else {node for found in classes for node in found.by_node}
+    )
+    probe = _Probe(scratch, timeout)
+    parents = _uuids(
+        scratch, (uid for found in classes for uids in found.by_node.values() for uid in uids)
+    )
+    report = ClusterAdvice()
+    for node in wanted:
+        report.nodes.append(_advise_node(probe, node, classes, parents))
+    summaries = {shape.key: ShapeSummary(shape) for found in classes for shape in found.shapes}
+    best: dict[str, LargestBlock] = {
+        found.device_class: LargestBlock(found.device_class, found.clique_attribute, 0, [])
+        for found in classes
+        if found.kind is ShapeKind.WHOLE
+    }
+    for node_advice in report.nodes:
+        for entry in node_advice.classes:
+            for fit in entry.fits:
+                summary = summaries[fit.shape.key]
+                summary.published_on += 1
+                if fit.is_allocatable:
+                    summary.nodes.append((node_advice.node, fit.fits))
+                    summary.fits += fit.fits
+                    summary.gpus += len(fit.gpus)
+                    summary.capped = summary.capped or fit.capped
+            block = best.get(entry.device_class)
+            if block is not None and entry.largest:
+                if entry.largest > block.count:
+                    block.count, block.nodes = entry.largest, [node_advice.node]
+                elif entry.largest == block.count:
+                    block.nodes.append(node_advice.node)
+    report.shapes = [summary for summary in summaries.values() if summary.published_on]
+    report.largest = list(best.values())
+    report.allocations = probe.calls
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+# --- on the process's index, kept per version --------------------------------------------------
+
+_CACHE_LOCK = threading.Lock()
+# Keyed by the index object and its version: a new index (reset_index) starts counting again.
+_CLUSTER_CACHE: list[tuple[AllocationIndex, int, ClusterAdvice]] = []
+_NODE_CACHE: dict[str, tuple[AllocationIndex, int, NodeAdvice]] = {}
+_NODE_CACHE_SIZE = 512
+
+
+def _snapshot(current: AllocationIndex) -> tuple[int, Cluster]:
+    """The index's version and a scratch copy of its cluster, taken under its lock (the
+    trial allocations then run without holding it)."""
+    with current.lock:
+        current.catch_up(force=False)
+        assert current.cluster is not None
+        return current.version, scratch_copy(current.cluster)
+
+
+def _version(current: AllocationIndex) -> int:
+    with current.lock:
+        current.catch_up(force=False)
+        return current.version
+
+
+def cluster_advice() -> ClusterAdvice:
+    """:func:`advise` on every node of the process's index, kept until the index changes."""
+    current = index()
+    version = _version(current)
+    with _CACHE_LOCK:
+        for owner, seen, report in _CLUSTER_CACHE:
+            if owner is current and seen == version:
+                return report
+    version, scratch = _snapshot(current)
+    report = advise(scratch)
+    report.version = version
+    with _CACHE_LOCK:
+        _CLUSTER_CACHE[:] = [(current, version, report)]
+        if len(_NODE_CACHE) + len(report.nodes) > _NODE_CACHE_SIZE:
+            _NODE_CACHE.clear()
+        for node in report.nodes:
+            _NODE_CACHE[node.node] = (current, version, node)
+    return report
+
+
+def node_advice(node: str) -> NodeAdvice:
+    """:func:`advise_node` on the process's index, kept until the index changes."""
+    current = index()
+    version = _version(current)
+    with _CACHE_LOCK:
+        cached = _NODE_CACHE.get(node)
+        if cached is not None and cached[0] is current and cached[1] == version:
+            return cached[2]
+    version, scratch = _snapshot(current)
+    advice = advise_node(scratch, node)
+    with _CACHE_LOCK:
+        if len(_NODE_CACHE) >= _NODE_CACHE_SIZE:
+            _NODE_CACHE.clear()
+        _NODE_CACHE[node] = (current, version, advice)
+    return advice
