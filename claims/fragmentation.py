@@ -101,7 +101,7 @@ class Shape:
             ]
         return {"devices": devices}
 
-    def claim(self, count: int | None = None) -> ClaimModel:
+    def claim(self, count: int | None = None, name: str = "fragmentation-probe") -> ClaimModel:
         """The shape as a parsed claim (``count`` overrides the number of devices)."""
         spec = self.spec
         if count is not None:
@@ -110,7 +110,6 @@ class Shape:
                 spec["devices"]["constraints"] = [
                     {"requests": ["shape"], "matchAttribute": self.match_attribute}
                 ]
-        name = "fragmentation-probe"
         return parse_claim(
             {"metadata": {"name": name, "namespace": "portal", "uid": name}, "spec": spec},
             f"shape {self.key}",
