@@ -32,6 +32,7 @@ from typing import Any
 
 from claims.index import AllocationIndex, index
 from claims.specs import resolve_preset
+from devices.models import Device, Node
 from dra.allocator import DEFAULT_TIMEOUT_SECONDS, AllocatedState, Cluster
 from dra.model import ExactRequest, InvalidObject, parse_claim
 from dra.model import ResourceClaim as ClaimModel
@@ -49,6 +50,9 @@ __all__ = [
     "ShapeSummary",
     "advise",
     "advise_node",
+    "class_grids",
+    "is_known_node",
+    "ClassGrid",
     "cluster_advice",
     "node_advice",
     "scratch_copy",
@@ -165,6 +169,10 @@ class NodeAdvice:
     def sentences(self) -> list[str]:
         return [advice.sentence for advice in self.classes]
 
+    @property
+    def milliseconds(self) -> float:
+        return self.seconds * 1000
+
 
 @dataclass(slots=True)
 class ShapeSummary:
@@ -222,6 +230,10 @@ class ClusterAdvice:
     allocations: int = 0
     seconds: float = 0.0
     version: int | None = None
+
+    @property
+    def milliseconds(self) -> float:
+        return self.seconds * 1000
 
     @property
     def sentences(self) -> list[str]:
@@ -661,3 +673,39 @@ def node_advice(node: str) -> NodeAdvice:
             _NODE_CACHE.clear()
         _NODE_CACHE[node] = (current, version, advice)
     return advice
+
+
+def is_known_node(name: str) -> bool:
+    """A node the portal knows: a mirrored Node, or one drivers publish devices for (as the
+    node pages count them)."""
+    return Node.objects.filter(name=name).exists() or Device.objects.on_node(name).exists()
+
+
+@dataclass(slots=True)
+class ClassGrid:
+    """One device class cluster-wide, for the page: a row per node, a column per shape."""
+
+    device_class: str
+    kind: ShapeKind
+    shapes: list[Shape]
+    rows: list[tuple[str, ClassAdvice, list[ShapeFit | None]]]
+    clique_attribute: str | None = None
+
+
+def class_grids(report: ClusterAdvice) -> list[ClassGrid]:
+    """The report by class: partition classes first (their profiles as columns), then whole
+    devices (1, 2, 4, 8 as columns), each node that publishes the class a row."""
+    shapes: dict[str, list[Shape]] = {}
+    for summary in report.shapes:
+        shapes.setdefault(summary.shape.device_class, []).append(summary.shape)
+    grids: dict[str, ClassGrid] = {}
+    for node in report.nodes:
+        for entry in node.classes:
+            columns = shapes.get(entry.device_class, [])
+            grid = grids.setdefault(
+                entry.device_class,
+                ClassGrid(entry.device_class, entry.kind, columns, [], entry.clique_attribute),
+            )
+            by_key = {fit.shape.key: fit for fit in entry.fits}
+            grid.rows.append((node.node, entry, [by_key.get(shape.key) for shape in columns]))
+    return sorted(grids.values(), key=lambda g: (g.kind is ShapeKind.WHOLE, g.device_class))

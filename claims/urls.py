@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from claims import approval_views, report_views, request_views, views
+from claims import approval_views, fragmentation_views, report_views, request_views, views
 
 urlpatterns = [
     path("approvals/", approval_views.approval_list, name="approval-list"),
@@ -33,6 +33,12 @@ urlpatterns = [
         name="claimrequest-renew",
     ),
     path("reports/", report_views.allocation_report, name="allocation-report"),
+    path("fragmentation/", fragmentation_views.fragmentation, name="fragmentation"),
+    path(
+        "fragmentation/nodes/<str:name>/",
+        fragmentation_views.fragmentation_node,
+        name="fragmentation-node",
+    ),
     path("claims/", views.resourceclaim_list, name="resourceclaim-list"),
     path(
         "claims/<str:namespace>/<str:name>/",
