@@ -31,6 +31,8 @@ CLUSTER_WIDE = {
     "api:device-detail",
     "api:deviceclass-detail",
     "api:resourceslice-detail",
+    "fragmentation-node",
+    "api:fragmentation-node",
 }
 STAFF_ONLY = {"api:mirrorstatus-detail"}
 # Actions answered to POST only: the check posts to them (a GET would be a 405).
@@ -104,6 +106,8 @@ def sample_kwargs(name: str, params: tuple[str, ...], objects: dict[str, Any]) -
         "api:tenant-member": {"slug": objects["slug"], "username": "alice"},
         "api:auditevent-detail": {"pk": objects["auditevent"]},
         "node-detail": {"name": "dgx-h100-01"},
+        "fragmentation-node": {"name": "dgx-h100-01"},
+        "api:fragmentation-node": {"name": "dgx-h100-01"},
         "api:node-detail": {"name": "dgx-h100-01"},
         "device-detail": objects["device"],
         "api:device-detail": {"key": "{driver}/{pool}/{device}".format(**objects["device"])},
