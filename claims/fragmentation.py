@@ -284,13 +284,14 @@ def room_sentence(rooms: list[tuple[str, int, str]]) -> str:
     for label, gpus, where in rooms:
         if gpus:
             groups.setdefault((gpus, where), []).append(label)
-    parts = []
+    parts: list[str] = []
     for (gpus, where), labels in sorted(groups.items(), key=lambda item: -item[0][0]):
-        verb = "has" if gpus == 1 else "each have"
-        if parts:
-            verb = ""
         lead = f"{_count(gpus, 'GPU')}{where}"
-        parts.append(f"{lead} {verb} room for a {_join(labels, 'or')}".replace("  ", " "))
+        if parts:
+            parts.append(f"{lead} for a {_join(labels, 'or')}")
+        else:
+            verb = "has" if gpus == 1 else "each have"
+            parts.append(f"{lead} {verb} room for a {_join(labels, 'or')}")
     missing = [label for label, gpus, _ in rooms if not gpus]
     if missing:
         parts.append(f"{'none' if parts else 'no GPU'} can take a {_join(missing, 'or')}")

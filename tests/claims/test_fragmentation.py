@@ -232,3 +232,18 @@ def test_the_cluster_summary_names_where_each_profile_fits(a100):
         "1g.10gb; none can take a 2g.10gb, 3g.20gb, 4g.20gb or 7g.40gb."
     )
     assert report.allocations > 0
+
+
+def test_gpus_with_different_room_are_told_apart():
+    # gpu-0 keeps slices 4-7 and three compute slices; gpu-1 and gpu-2 as above; the rest whole.
+    taken = ["gpu-0-mig-4g20gb-5-0"] + PARTLY_CARVED[1:3] + PARTLY_CARVED[4:] + WHOLE_TAKEN
+    cluster = _cluster(_items("nvidia-a100-mig.json"), [_allocated("gpu.nvidia.com", A100, taken)])
+    advice = advise_node(scratch_copy(cluster), A100)
+    mig = next(entry for entry in advice.classes if entry.kind is ShapeKind.PARTITION)
+    assert mig.sentence == (
+        "3 GPUs each have room for a 1g.5gb, 1g.5gb+me or 1g.10gb; 1 GPU for a 2g.10gb or "
+        "3g.20gb; none can take a 4g.20gb or 7g.40gb."
+    )
+    for fit in mig.fits:
+        _fits_exactly(cluster, fit.shape, A100, fit.fits)
+    assert {fit.shape.profile: fit.fits for fit in mig.fits}["1g.5gb"] == 5  # 3 on gpu-0
