@@ -12,10 +12,9 @@ counters (MIG memory slices), a whole GPU that blocks its partitions and vice ve
 constraints count exactly as the allocator counts them, and the devices it chose say which GPUs
 had room.
 
-The core (:func:`shapes_of`, :func:`advise_node`, :func:`advise`) takes a
-:class:`dra.allocator.Cluster` and touches nothing else; :func:`node_advice` and
-:func:`cluster_advice` run it on a snapshot of the process's index and keep the result until
-the index's version changes (docs/fragmentation.md has the costs).
+Everything here takes a :class:`dra.allocator.Cluster` and touches nothing else (no database);
+``claims.fragmentation_reads`` runs it on the process's warm index and keeps each node's answer
+until that node's usage changes (docs/fragmentation.md has the costs).
 """
 
 from __future__ import annotations
@@ -23,16 +22,13 @@ from __future__ import annotations
 import enum
 import json
 import re
-import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from claims.index import AllocationIndex, index
 from claims.specs import resolve_preset
-from devices.models import Device, Node
 from dra.allocator import DEFAULT_TIMEOUT_SECONDS, AllocatedState, Cluster
 from dra.model import ExactRequest, InvalidObject, parse_claim
 from dra.model import ResourceClaim as ClaimModel
@@ -44,6 +40,7 @@ __all__ = [
     "ClusterAdvice",
     "LargestBlock",
     "NodeAdvice",
+    "Probe",
     "Shape",
     "ShapeFit",
     "ShapeKind",
@@ -51,10 +48,10 @@ __all__ = [
     "advise",
     "advise_node",
     "class_grids",
-    "is_known_node",
     "ClassGrid",
-    "cluster_advice",
-    "node_advice",
+    "Advisable",
+    "advisable",
+    "summarise",
     "scratch_copy",
     "shapes_of",
 ]
@@ -230,6 +227,12 @@ class ClusterAdvice:
     allocations: int = 0
     seconds: float = 0.0
     version: int | None = None
+    # Nodes not asked about yet (the time budget ran out): a later call goes on with them.
+    pending: list[str] = field(default_factory=list)
+
+    @property
+    def is_complete(self) -> bool:
+        return not self.pending
 
     @property
     def milliseconds(self) -> float:
@@ -321,9 +324,12 @@ def scratch_copy(cluster: Cluster) -> Cluster:
         set(cluster.allocated.in_use),
         {key: dict(amounts) for key, amounts in cluster.allocated.consumed.items()},
     )
-    return Cluster(
+    scratch = Cluster(
         cluster.features, dict(cluster.classes), cluster.inventory, list(cluster.nodes), allocated
     )
+    # The devices' CEL inputs depend on the inventory only: start from the ones already built.
+    scratch.case().inputs = dict(cluster.case().inputs)
+    return scratch
 
 
 def _class_request(device_class: str) -> ExactRequest | None:
@@ -432,8 +438,9 @@ def shapes_of(cluster: Cluster) -> list[Shape]:
     return [shape for found in _classes(cluster) for shape in found.shapes]
 
 
-class _Probe:
-    """Allocations on one scratch cluster, each shape starting from the same usage."""
+class Probe:
+    """Trial allocations on one scratch cluster (:func:`scratch_copy`), each shape starting
+    from the usage the cluster had when the probe was made."""
 
     def __init__(self, scratch: Cluster, timeout: float) -> None:
         self.scratch = scratch
@@ -443,6 +450,10 @@ class _Probe:
             {key: dict(amounts) for key, amounts in scratch.allocated.consumed.items()},
         )
         self.calls = 0
+
+    def advise(self, node: str, found: Advisable) -> NodeAdvice:
+        """What fits on ``node``; ``found``: :func:`advisable` of the cluster."""
+        return _advise_node(self, node, found)
 
     def allocate(self, claim: ClaimModel, node: str) -> Any:
         self.calls += 1
@@ -518,13 +529,46 @@ def _uuids(cluster: Cluster, uids: Iterable[int]) -> dict[str, str]:
     return found
 
 
-def _advise_node(
-    probe: _Probe, node: str, classes: list[_ClassDevices], parents: dict[str, str]
-) -> NodeAdvice:
+@dataclass(slots=True)
+class Advisable:
+    """What the advisor looks at in a cluster, found once per inventory and device classes
+    (no usage): per class its devices by node and its shapes, each GPU's name by uuid (the
+    parents of partitions), and the pools each node's advised devices are in."""
+
+    classes: list[_ClassDevices]
+    parents: dict[str, str]
+    pools: dict[str, set[tuple[str, str]]]
+
+    @property
+    def nodes(self) -> list[str]:
+        return sorted({node for found in self.classes for node in found.by_node})
+
+    @property
+    def shapes(self) -> list[Shape]:
+        return [shape for found in self.classes for shape in found.shapes]
+
+
+def advisable(cluster: Cluster) -> Advisable:
+    """:class:`Advisable` of ``cluster``: the classes' CEL results are the cluster's own,
+    cached there (pass the warm index's cluster, not a scratch copy, to reuse them)."""
+    classes = _classes(cluster)
+    devices = cluster.inventory.devices
+    pools: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for found in classes:
+        for node, uids in found.by_node.items():
+            for uid in uids:
+                resource_slice = devices[uid][0]
+                pools[node].add((resource_slice.driver, resource_slice.pool_name))
+    uids = (uid for found in classes for node_uids in found.by_node.values() for uid in node_uids)
+    return Advisable(classes, _uuids(cluster, uids), dict(pools))
+
+
+def _advise_node(probe: Probe, node: str, found_classes: Advisable) -> NodeAdvice:
     started = time.perf_counter()
     calls = probe.calls
+    parents = found_classes.parents
     advice = NodeAdvice(node)
-    for found in classes:
+    for found in found_classes.classes:
         uids = found.by_node.get(node)
         if not uids:
             continue
@@ -557,42 +601,50 @@ def _parent_of_uid(cluster: Cluster, uid: int, parents: dict[str, str]) -> str:
 
 
 def advise_node(
-    scratch: Cluster, node: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS
+    scratch: Cluster,
+    node: str,
+    *,
+    found: Advisable | None = None,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
 ) -> NodeAdvice:
     """What fits on ``node`` now. ``scratch`` is used for trial allocations (see
-    :func:`scratch_copy`); its usage is the same afterwards."""
-    classes = _classes(scratch)
-    uids = [uid for found in classes for uid in found.by_node.get(node, ())]
-    return _advise_node(_Probe(scratch, timeout), node, classes, _uuids(scratch, uids))
+    :func:`scratch_copy`); its usage is the same afterwards. ``found``: :func:`advisable` of
+    the cluster, when known."""
+    found = found if found is not None else advisable(scratch)
+    return _advise_node(Probe(scratch, timeout), node, found)
 
 
 def advise(
     scratch: Cluster,
     nodes: Iterable[str] | None = None,
     *,
+    found: Advisable | None = None,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
 ) -> ClusterAdvice:
     """What fits on each node (every node publishing devices of an advised class, by name,
     unless ``nodes`` names them), summed up per shape and per whole-device class."""
     started = time.perf_counter()
-    classes = _classes(scratch)
-    wanted = sorted(
-        set(nodes) if nodes is not None else {node for found in classes for node in found.by_node}
-    )
-    probe = _Probe(scratch, timeout)
-    parents = _uuids(
-        scratch, (uid for found in classes for uids in found.by_node.values() for uid in uids)
-    )
-    report = ClusterAdvice()
-    for node in wanted:
-        report.nodes.append(_advise_node(probe, node, classes, parents))
-    summaries = {shape.key: ShapeSummary(shape) for found in classes for shape in found.shapes}
+    found = found if found is not None else advisable(scratch)
+    wanted = sorted(set(nodes)) if nodes is not None else found.nodes
+    probe = Probe(scratch, timeout)
+    report = summarise(found, [_advise_node(probe, node, found) for node in wanted])
+    report.allocations = probe.calls
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def summarise(found: Advisable, nodes: list[NodeAdvice]) -> ClusterAdvice:
+    """The cluster-wide answers from the nodes' (``allocations`` and ``seconds`` summed)."""
+    report = ClusterAdvice(nodes=nodes)
+    summaries = {shape.key: ShapeSummary(shape) for shape in found.shapes}
     best: dict[str, LargestBlock] = {
-        found.device_class: LargestBlock(found.device_class, found.clique_attribute, 0, [])
-        for found in classes
-        if found.kind is ShapeKind.WHOLE
+        item.device_class: LargestBlock(item.device_class, item.clique_attribute, 0, [])
+        for item in found.classes
+        if item.kind is ShapeKind.WHOLE
     }
-    for node_advice in report.nodes:
+    for node_advice in nodes:
+        report.allocations += node_advice.allocations
+        report.seconds += node_advice.seconds
         for entry in node_advice.classes:
             for fit in entry.fits:
                 summary = summaries[fit.shape.key]
@@ -610,76 +662,7 @@ def advise(
                     block.nodes.append(node_advice.node)
     report.shapes = [summary for summary in summaries.values() if summary.published_on]
     report.largest = list(best.values())
-    report.allocations = probe.calls
-    report.seconds = time.perf_counter() - started
     return report
-
-
-# --- on the process's index, kept per version --------------------------------------------------
-
-_CACHE_LOCK = threading.Lock()
-# Keyed by the index object and its version: a new index (reset_index) starts counting again.
-_CLUSTER_CACHE: list[tuple[AllocationIndex, int, ClusterAdvice]] = []
-_NODE_CACHE: dict[str, tuple[AllocationIndex, int, NodeAdvice]] = {}
-_NODE_CACHE_SIZE = 512
-
-
-def _snapshot(current: AllocationIndex) -> tuple[int, Cluster]:
-    """The index's version and a scratch copy of its cluster, taken under its lock (the
-    trial allocations then run without holding it)."""
-    with current.lock:
-        current.catch_up(force=False)
-        assert current.cluster is not None
-        return current.version, scratch_copy(current.cluster)
-
-
-def _version(current: AllocationIndex) -> int:
-    with current.lock:
-        current.catch_up(force=False)
-        return current.version
-
-
-def cluster_advice() -> ClusterAdvice:
-    """:func:`advise` on every node of the process's index, kept until the index changes."""
-    current = index()
-    version = _version(current)
-    with _CACHE_LOCK:
-        for owner, seen, report in _CLUSTER_CACHE:
-            if owner is current and seen == version:
-                return report
-    version, scratch = _snapshot(current)
-    report = advise(scratch)
-    report.version = version
-    with _CACHE_LOCK:
-        _CLUSTER_CACHE[:] = [(current, version, report)]
-        if len(_NODE_CACHE) + len(report.nodes) > _NODE_CACHE_SIZE:
-            _NODE_CACHE.clear()
-        for node in report.nodes:
-            _NODE_CACHE[node.node] = (current, version, node)
-    return report
-
-
-def node_advice(node: str) -> NodeAdvice:
-    """:func:`advise_node` on the process's index, kept until the index changes."""
-    current = index()
-    version = _version(current)
-    with _CACHE_LOCK:
-        cached = _NODE_CACHE.get(node)
-        if cached is not None and cached[0] is current and cached[1] == version:
-            return cached[2]
-    version, scratch = _snapshot(current)
-    advice = advise_node(scratch, node)
-    with _CACHE_LOCK:
-        if len(_NODE_CACHE) >= _NODE_CACHE_SIZE:
-            _NODE_CACHE.clear()
-        _NODE_CACHE[node] = (current, version, advice)
-    return advice
-
-
-def is_known_node(name: str) -> bool:
-    """A node the portal knows: a mirrored Node, or one drivers publish devices for (as the
-    node pages count them)."""
-    return Node.objects.filter(name=name).exists() or Device.objects.on_node(name).exists()
 
 
 @dataclass(slots=True)

@@ -11,13 +11,8 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 
-from claims.fragmentation import (
-    MAX_FITS,
-    class_grids,
-    cluster_advice,
-    is_known_node,
-    node_advice,
-)
+from claims.fragmentation import MAX_FITS, class_grids
+from claims.fragmentation_reads import cluster_advice, is_known_node, node_advice
 from portal.htmx import render_page
 
 __all__ = ["fragmentation", "fragmentation_node"]

@@ -13,13 +13,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from claims.fragmentation import (
-    ShapeKind,
-    ShapeSummary,
-    cluster_advice,
-    is_known_node,
-    node_advice,
-)
+from claims.fragmentation import ShapeKind, ShapeSummary
+from claims.fragmentation_reads import cluster_advice, is_known_node, node_advice
 
 __all__ = ["FragmentationNodeView", "FragmentationView"]
 
@@ -108,6 +103,11 @@ class ClusterAdviceSerializer(serializers.Serializer):
     milliseconds = serializers.FloatField(help_text="Time the answer took when computed.")
     version = serializers.IntegerField(
         allow_null=True, help_text="The allocation index's version it was computed at."
+    )
+    complete = serializers.BooleanField(source="is_complete")
+    pending = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Nodes not answered yet (the time budget ran out): ask again.",
     )
 
 

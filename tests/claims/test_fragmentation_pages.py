@@ -4,8 +4,9 @@ signed-in user reads, unknown nodes 404, a fixed number of queries, kept per ind
 from __future__ import annotations
 
 import pytest
+from django.test import override_settings
 
-from claims.fragmentation import cluster_advice, node_advice
+from claims.fragmentation_reads import cluster_advice, node_advice
 from claims.index import Placement, index, reset_index
 
 pytestmark = pytest.mark.django_db
@@ -82,7 +83,10 @@ def test_the_pages_cost_a_fixed_number_of_queries(
     client_as, root, inventory, django_assert_num_queries
 ):
     client = client_as(root)
-    client.get("/fragmentation/")  # builds the index and the answer
+    # Build the index and the answer; the index's first catch-up reads back over the change
+    # log the mirror wrote before it was built.
+    client.get("/fragmentation/")
+    client.get("/fragmentation/")
     # session, user, the index's catch-up (changes since its cursor, reservations assumed)
     with django_assert_num_queries(4):
         client.get("/fragmentation/")
@@ -112,11 +116,14 @@ def test_the_api_returns_the_same_answers_as_the_page(api_as, carol, inventory):
     assert (smallest["fits"], smallest["allocatable"], len(smallest["gpus"])) == (42, True, 6)
 
 
-def test_the_answer_is_kept_until_the_index_changes(inventory):
+def test_each_node_is_asked_about_again_only_when_its_usage_changes(inventory):
+    cluster_advice()  # the index's first catch-up reloads the classes: answers start over
     first = cluster_advice()
-    assert cluster_advice() is first
+    second = cluster_advice()
+    assert second.allocations == first.allocations
+    assert all(a is b for a, b in zip(first.nodes, second.nodes, strict=True))
     assert node_advice(A100) is first.nodes[0]
-    # A reservation in flight on the A100 (whole gpu-2) changes what fits there.
+    # A reservation in flight on the A100 (whole gpu-2) changes what fits there, only there.
     allocation = {
         "devices": {
             "results": [
@@ -125,8 +132,27 @@ def test_the_answer_is_kept_until_the_index_changes(inventory):
         }
     }
     index().assume("held", Placement(allocation=allocation, node=A100))
-    second = node_advice(A100)
-    assert second is not first.nodes[0]
-    assert "5 GPUs each have room for a 1g.5gb" in second.sentences[1]
-    assert cluster_advice() is not first
+    changed = cluster_advice()
+    assert changed.nodes[0] is not first.nodes[0]
+    assert "5 GPUs each have room for a 1g.5gb" in changed.nodes[0].sentences[1]
+    assert all(a is b for a, b in zip(first.nodes[1:], changed.nodes[1:], strict=True))
+    assert node_advice(A100) is changed.nodes[0]
     index().forget("held")
+    assert "6 GPUs each have room" in node_advice(A100).sentences[1]
+
+
+def test_out_of_time_the_cluster_answer_lists_the_nodes_left_and_goes_on_later(
+    client_as, bob, inventory
+):
+    cluster_advice()
+    index().rebuild()  # a new inventory: every answer is asked for again
+    partial = cluster_advice(budget=0)
+    assert partial.nodes == [] and len(partial.pending) == 4 and not partial.is_complete
+    content = client_as(bob).get("/fragmentation/").content.decode()
+    assert 'data-testid="fragmentation-pending"' not in content  # the default budget suffices
+    index().rebuild()
+    with override_settings(FRAGMENTATION_BUDGET_SECONDS=0):
+        page = client_as(bob).get("/fragmentation/").content.decode()
+    assert 'data-testid="fragmentation-pending"' in page
+    assert "Still asking the allocator about 4 nodes" in page
+    assert cluster_advice().is_complete
