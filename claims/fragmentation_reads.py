@@ -4,7 +4,9 @@ The trial allocations run on a scratch copy of the index's cluster taken under i
 without holding it. What the advisor looks at (``advisable``: classes, their devices by node,
 the GPUs' names) is found once per inventory and device classes, on the index's own cluster so
 its cached CEL results serve. Each node's answer is kept with the state it was computed from
-(its pools' usage and its labels): a claim allocated or released recomputes that node only.
+(its pools' slices and usage, and its labels): a claim allocated or released, or a slice
+republished, recomputes that node only; answers outlive the index's rebuilds as long as the
+shapes tried stay the same.
 
 A cluster-wide answer asks about nodes whose state changed until ``budget`` seconds have
 passed; the nodes left are listed as pending, and the next call goes on from there (the page
@@ -44,12 +46,13 @@ NodeState = tuple[Any, ...]
 
 @dataclass(slots=True)
 class _Kept:
-    """The answers of one index over one inventory and set of classes."""
+    """The answers of one index, by node, for one list of shapes."""
 
     owner: AllocationIndex
     inventory: Any
     classes: dict[str, Any]
     found: Advisable
+    shapes: tuple[Any, ...]
     nodes: dict[str, tuple[NodeState, NodeAdvice]] = field(default_factory=dict)
 
 
@@ -68,14 +71,19 @@ def _kept(current: AllocationIndex, cluster: Cluster) -> _Kept:
         or kept.inventory is not cluster.inventory
         or kept.classes is not cluster.classes
     ):
-        kept = _Kept(current, cluster.inventory, cluster.classes, advisable(cluster))
+        found = advisable(cluster)
+        shapes = tuple(found.shapes)
+        answers = kept.nodes if kept and kept.owner is current and kept.shapes == shapes else {}
+        kept = _Kept(current, cluster.inventory, cluster.classes, found, shapes, answers)
         _KEPT = kept
     return kept
 
 
-def _states(cluster: Cluster, found: Advisable, nodes: list[str]) -> dict[str, NodeState]:
-    """Per node, what its answer depends on besides the inventory: what is in use in its
-    pools (whole devices and shares) and its labels."""
+def _states(
+    current: AllocationIndex, cluster: Cluster, found: Advisable, nodes: list[str]
+) -> dict[str, NodeState]:
+    """Per node, what its answer depends on besides the shapes tried: its pools' slices, what
+    is in use in them (whole devices and shares) and its labels."""
     in_use: dict[tuple[str, str], list[str]] = defaultdict(list)
     for driver, pool, device in cluster.allocated.in_use:
         in_use[(driver, pool)].append(device)
@@ -92,6 +100,7 @@ def _states(cluster: Cluster, found: Advisable, nodes: list[str]) -> dict[str, N
             tuple((pool, tuple(sorted(in_use.get(pool, ())))) for pool in pools),
             tuple((pool, tuple(sorted(consumed.get(pool, ())))) for pool in pools),
             labels.get(node),
+            tuple(current.slice_versions(pool) for pool in pools),
         )
     return states
 
@@ -105,7 +114,7 @@ def _prepare(nodes: list[str] | None) -> tuple[_Kept, Probe | None, dict[str, No
         assert current.cluster is not None
         kept = _kept(current, current.cluster)
         wanted = kept.found.nodes if nodes is None else nodes
-        states = _states(current.cluster, kept.found, wanted)
+        states = _states(current, current.cluster, kept.found, wanted)
         stale = [node for node in wanted if (kept.nodes.get(node) or (None,))[0] != states[node]]
         probe = Probe(scratch_copy(current.cluster), DEFAULT_TIMEOUT_SECONDS) if stale else None
         return kept, probe, states, current.version

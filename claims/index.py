@@ -384,6 +384,11 @@ class AllocationIndex(IndexReads):
         self._assumed = assumed
         self._apply(pools)
 
+    def slice_versions(self, pool: PoolKey) -> frozenset[tuple[str, str]]:
+        """(uid, resourceVersion) of the pool's slices the cluster was built from: what a
+        result derived from the pool's devices can be kept by across rebuilds."""
+        return frozenset(self._slice_versions.get(pool, ()))
+
     # --- using it ----------------------------------------------------------------------------
 
     def assume(self, request_id: str, placement: Placement) -> None:
