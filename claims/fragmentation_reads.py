@@ -39,8 +39,6 @@ from dra.allocator import DEFAULT_TIMEOUT_SECONDS, Cluster
 
 __all__ = ["cluster_advice", "is_known_node", "node_advice"]
 
-# Seconds a cluster-wide answer spends asking the allocator before it answers with what it has.
-DEFAULT_BUDGET_SECONDS = 5.0
 NodeState = tuple[Any, ...]
 
 
@@ -122,10 +120,10 @@ def _prepare(nodes: list[str] | None) -> tuple[_Kept, Probe | None, dict[str, No
 
 def cluster_advice(*, budget: float | None = None) -> ClusterAdvice:
     """Every node's answer and the cluster-wide summary. Nodes whose state changed since
-    their answer are asked about again, for at most ``budget`` seconds (default
-    ``FRAGMENTATION_BUDGET_SECONDS``, else 5); the rest are ``pending``."""
+    their answer are asked about again, for at most ``budget`` seconds (default: the
+    ``FRAGMENTATION_BUDGET_MS`` setting); the rest are ``pending``."""
     if budget is None:
-        budget = float(getattr(settings, "FRAGMENTATION_BUDGET_SECONDS", DEFAULT_BUDGET_SECONDS))
+        budget = settings.FRAGMENTATION_BUDGET_MS / 1000
     with _LOCK:
         kept, probe, states, version = _prepare(None)
         started = time.perf_counter()

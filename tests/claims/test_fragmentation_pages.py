@@ -155,7 +155,7 @@ def test_out_of_time_the_cluster_answer_lists_the_nodes_left_and_goes_on_later(
     content = client_as(bob).get("/fragmentation/").content.decode()
     assert 'data-testid="fragmentation-pending"' not in content  # the default budget suffices
     reset_index()
-    with override_settings(FRAGMENTATION_BUDGET_SECONDS=0):
+    with override_settings(FRAGMENTATION_BUDGET_MS=0):
         page = client_as(bob).get("/fragmentation/").content.decode()
     assert 'data-testid="fragmentation-pending"' in page
     assert "Still asking the allocator about 4 nodes" in page
