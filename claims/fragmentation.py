@@ -240,9 +240,25 @@ class ClusterAdvice:
 
     @property
     def sentences(self) -> list[str]:
-        """The answers in words: the largest block of each whole-device class, then per
-        partition class which profiles still fit on how many GPUs, and where."""
-        sentences = [block.sentence for block in self.largest]
+        """The answers in words: the largest block of each whole-device class (and that no
+        node takes its largest shape, when none does), then per partition class which profiles
+        still fit on how many GPUs, and where."""
+        sentences = []
+        for block in self.largest:
+            sentences.append(block.sentence)
+            whole = [
+                summary
+                for summary in self.shapes
+                if summary.shape.device_class == block.device_class
+                and summary.shape.kind is ShapeKind.WHOLE
+            ]
+            biggest = max(whole, key=lambda summary: summary.shape.count, default=None)
+            if biggest is not None and not biggest.nodes and biggest.shape.count > 1:
+                on = " on one NVLink clique" if block.clique_attribute else ""
+                sentences.append(
+                    f"{block.device_class}: no node can take {biggest.shape.count} GPUs in one "
+                    f"claim{on}."
+                )
         by_class: dict[str, list[tuple[str, int, str]]] = {}
         for summary in self.shapes:
             if summary.shape.kind is ShapeKind.PARTITION:

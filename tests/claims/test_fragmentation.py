@@ -201,6 +201,10 @@ def test_the_largest_nvlink_clique_follows_the_clique_attribute():
     assert block.sentence == (
         "gpu.nvidia.com: largest allocatable NVLink clique: 4 GPUs on dgx-h100-01."
     )
+    assert (
+        "gpu.nvidia.com: no node can take 8 GPUs in one claim on one NVLink clique."
+        in report.sentences
+    )
     by_node = {node.node: node.classes[0] for node in report.nodes}
     # dgx-h100-02 has four usable GPUs, but only three (4, 6, 7) share a clique.
     assert by_node[H100_2].largest == 3
