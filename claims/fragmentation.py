@@ -242,10 +242,13 @@ class ClusterAdvice:
     def sentences(self) -> list[str]:
         """The answers in words: the largest block of each whole-device class (and that no
         node takes its largest shape, when none does), then per partition class which profiles
-        still fit on how many GPUs, and where."""
+        still fit on how many GPUs, and where. While nodes are pending, only what was found
+        to fit is said: that something fits nowhere is not known yet."""
+        complete = self.is_complete
         sentences = []
         for block in self.largest:
-            sentences.append(block.sentence)
+            if block.count or complete:
+                sentences.append(block.sentence)
             whole = [
                 summary
                 for summary in self.shapes
@@ -253,7 +256,7 @@ class ClusterAdvice:
                 and summary.shape.kind is ShapeKind.WHOLE
             ]
             biggest = max(whole, key=lambda summary: summary.shape.count, default=None)
-            if biggest is not None and not biggest.nodes and biggest.shape.count > 1:
+            if complete and biggest is not None and not biggest.nodes and biggest.shape.count > 1:
                 on = " on one NVLink clique" if block.clique_attribute else ""
                 sentences.append(
                     f"{block.device_class}: no node can take {biggest.shape.count} GPUs in one "
@@ -261,7 +264,7 @@ class ClusterAdvice:
                 )
         by_class: dict[str, list[tuple[str, int, str]]] = {}
         for summary in self.shapes:
-            if summary.shape.kind is ShapeKind.PARTITION:
+            if summary.shape.kind is ShapeKind.PARTITION and (summary.nodes or complete):
                 where = (
                     f" on {_nodes_phrase([n for n, _ in summary.nodes])}" if summary.nodes else ""
                 )
