@@ -6,7 +6,7 @@ the GPUs' names) is found once per inventory and device classes, on the index's 
 its cached CEL results serve. Each node's answer is kept with the state it was computed from
 (its pools' slices and usage, and its labels): a claim allocated or released, or a slice
 republished, recomputes that node only; answers outlive the index's rebuilds as long as the
-shapes tried stay the same.
+shapes tried and the device classes' selectors stay the same.
 
 A cluster-wide answer asks about nodes whose state changed until ``budget`` seconds have
 passed; the nodes left are listed as pending, and the next call goes on from there (the page
@@ -51,6 +51,7 @@ class _Kept:
     classes: dict[str, Any]
     found: Advisable
     shapes: tuple[Any, ...]
+    selectors: tuple[Any, ...]  # every class's selectors: which devices each class takes
     nodes: dict[str, tuple[NodeState, NodeAdvice]] = field(default_factory=dict)
 
 
@@ -71,8 +72,15 @@ def _kept(current: AllocationIndex, cluster: Cluster) -> _Kept:
     ):
         found = advisable(cluster)
         shapes = tuple(found.shapes)
-        answers = kept.nodes if kept and kept.owner is current and kept.shapes == shapes else {}
-        kept = _Kept(current, cluster.inventory, cluster.classes, found, shapes, answers)
+        selectors = tuple(sorted((name, c.selectors) for name, c in cluster.classes.items()))
+        same = (
+            kept is not None
+            and kept.owner is current
+            and kept.shapes == shapes
+            and kept.selectors == selectors
+        )
+        answers = kept.nodes if kept is not None and same else {}
+        kept = _Kept(current, cluster.inventory, cluster.classes, found, shapes, selectors, answers)
         _KEPT = kept
     return kept
 

@@ -3,11 +3,16 @@ signed-in user reads, unknown nodes 404, a fixed number of queries, kept per ind
 
 from __future__ import annotations
 
+import copy
+import json
+from pathlib import Path
+
 import pytest
 from django.test import override_settings
 
 from claims.fragmentation_reads import cluster_advice, node_advice
 from claims.index import Placement, index, reset_index
+from mirror.store import load
 
 pytestmark = pytest.mark.django_db
 A100 = "dgx-a100-01"
@@ -162,3 +167,24 @@ def test_out_of_time_the_cluster_answer_lists_the_nodes_left_and_goes_on_later(
     assert 'data-testid="fragmentation-pending"' in page
     assert "Still asking the allocator about 4 nodes" in page
     assert cluster_advice().is_complete
+
+
+def test_a_device_class_whose_selectors_change_is_answered_afresh(inventory):
+    cluster_advice()
+    before = cluster_advice()
+    assert "gpu.nvidia.com" in [entry.device_class for entry in before.nodes[0].classes]
+    path = Path(__file__).resolve().parents[2] / "devices" / "fixtures" / "deviceclasses.json"
+    raw = next(
+        item
+        for item in json.loads(path.read_text())["items"]
+        if item["metadata"]["name"] == "gpu.nvidia.com"
+    )
+    narrowed = copy.deepcopy(raw)
+    narrowed["metadata"]["resourceVersion"] = "99999999"
+    narrowed["spec"]["selectors"].append(
+        {"cel": {"expression": "device.attributes['gpu.nvidia.com'].productName.contains('H100')"}}
+    )
+    load([narrowed])
+    after = cluster_advice()
+    a100 = next(node for node in after.nodes if node.node == A100)
+    assert [entry.device_class for entry in a100.classes] == ["mig.nvidia.com"]
