@@ -111,6 +111,9 @@ class AllocationIndex(IndexReads):
         self.built_at = 0.0
         self.builds = 0
         self.updates = 0
+        # Bumped whenever what is allocatable may have changed (inventory, usage, classes,
+        # nodes): results derived from the index can be kept per version.
+        self.version = 0
         self.published: set[str] = set()
         self._slice_versions: dict[PoolKey, set[tuple[str, str]]] = {}
         self._mirrored: dict[
@@ -167,6 +170,7 @@ class AllocationIndex(IndexReads):
             self.built_at = time.monotonic()
             self._nodes_loaded_at = self.built_at
             self.builds += 1
+            self.version += 1
             self._published_by_class = {}
             self._capacities_by_class = {}
             self._counts = {}
@@ -274,6 +278,7 @@ class AllocationIndex(IndexReads):
                 return
             if reload_classes:
                 self.cluster.classes = self._load_classes()
+                self.version += 1
                 self._published_by_class = {}
                 self._capacities_by_class = {}
                 self._counts = {}
@@ -285,6 +290,7 @@ class AllocationIndex(IndexReads):
                 and time.monotonic() - self._nodes_loaded_at >= NODE_RELOAD_SECONDS
             ):
                 self.cluster.nodes = sorted(self._load_nodes(), key=lambda node: node.name)
+                self.version += 1
                 self.cluster._visible.clear()
                 self.cluster._suspicious_nodes.clear()
                 self._nodes_stale_since = None
@@ -318,6 +324,7 @@ class AllocationIndex(IndexReads):
         for keys in self._assumed.values():
             state.in_use |= {key for key in keys if (key[0], key[1]) in pools}
         self.cluster.replace_usage(pools, state)
+        self.version += 1
 
     def _refresh_assumed(self) -> None:
         """Reservations written (or being written) by the portal and not yet mirrored."""
@@ -376,6 +383,11 @@ class AllocationIndex(IndexReads):
         }
         self._assumed = assumed
         self._apply(pools)
+
+    def slice_versions(self, pool: PoolKey) -> frozenset[tuple[str, str]]:
+        """(uid, resourceVersion) of the pool's slices the cluster was built from: what a
+        result derived from the pool's devices can be kept by across rebuilds."""
+        return frozenset(self._slice_versions.get(pool, ()))
 
     # --- using it ----------------------------------------------------------------------------
 

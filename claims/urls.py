@@ -2,7 +2,14 @@
 
 from django.urls import path
 
-from claims import approval_views, report_views, request_views, sharing_views, views
+from claims import (
+    approval_views,
+    fragmentation_views,
+    report_views,
+    request_views,
+    sharing_views,
+    views,
+)
 
 urlpatterns = [
     path("approvals/", approval_views.approval_list, name="approval-list"),
@@ -34,6 +41,12 @@ urlpatterns = [
     ),
     path("reports/", report_views.allocation_report, name="allocation-report"),
     path("sharing/", sharing_views.sharing, name="sharing"),
+    path("fragmentation/", fragmentation_views.fragmentation, name="fragmentation"),
+    path(
+        "fragmentation/nodes/<str:name>/",
+        fragmentation_views.fragmentation_node,
+        name="fragmentation-node",
+    ),
     path("claims/", views.resourceclaim_list, name="resourceclaim-list"),
     path("claims/idle/", views.idle_claim_list, name="idle-claim-list"),
     path(

@@ -269,6 +269,9 @@ CLAIMS_INDEX_FRESH_MS = env_int("CLAIMS_INDEX_FRESH_MS", 250)
 # How old (seconds) the tenant usage behind the live preview's quota hint may be; submitting
 # always counts afresh under the tenant's lock.
 CLAIMS_PREVIEW_USAGE_SECONDS = env_int("CLAIMS_PREVIEW_USAGE_SECONDS", 5)
+# How long (milliseconds) one request to the fragmentation advisor asks the allocator about nodes
+# whose answer is out of date; the rest are answered by later requests (docs/fragmentation.md).
+FRAGMENTATION_BUDGET_MS = env_int("FRAGMENTATION_BUDGET_MS", 5000)
 # How long a claim request may wait for approval before it expires (7d, 12h, P3D, ...).
 try:
     CLAIMS_APPROVAL_TIMEOUT = parse_duration(env_str("CLAIMS_APPROVAL_TIMEOUT", "3d"))

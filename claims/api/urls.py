@@ -3,7 +3,7 @@ paths outside the router."""
 
 from django.urls import path
 
-from claims.api import reports, views
+from claims.api import fragmentation, reports, views
 
 ROUTES = [
     ("resource-claims", views.ResourceClaimViewSet, "resourceclaim"),
@@ -19,5 +19,11 @@ PATHS = [
     ),
     path(
         "reports/allocation-hours/", reports.AllocationHoursView.as_view(), name="allocation-hours"
+    ),
+    path("fragmentation/", fragmentation.FragmentationView.as_view(), name="fragmentation"),
+    path(
+        "fragmentation/nodes/<str:name>/",
+        fragmentation.FragmentationNodeView.as_view(),
+        name="fragmentation-node",
     ),
 ]

@@ -34,6 +34,8 @@ CLUSTER_WIDE = {
     "api:device-utilisation",
     "api:deviceclass-detail",
     "api:resourceslice-detail",
+    "fragmentation-node",
+    "api:fragmentation-node",
 }
 STAFF_ONLY = {"api:mirrorstatus-detail"}
 # Actions answered to POST only: the check posts to them (a GET would be a 405).
@@ -108,6 +110,8 @@ def sample_kwargs(name: str, params: tuple[str, ...], objects: dict[str, Any]) -
         "api:auditevent-detail": {"pk": objects["auditevent"]},
         "node-detail": {"name": "dgx-h100-01"},
         "node-topology": {"name": "dgx-h100-01"},
+        "fragmentation-node": {"name": "dgx-h100-01"},
+        "api:fragmentation-node": {"name": "dgx-h100-01"},
         "api:node-detail": {"name": "dgx-h100-01"},
         "device-detail": objects["device"],
         "api:device-detail": {"key": "{driver}/{pool}/{device}".format(**objects["device"])},
