@@ -23,6 +23,8 @@ NAVIGATION = [
     ("Devices", "device-list", "gpu-card", EVERYONE),
     ("Device classes", "deviceclass-list", "diagram-3", EVERYONE),
     ("Sharing", "sharing", "share", EVERYONE),
+    ("Fragmentation", "fragmentation", "grid-3x3-gap", EVERYONE),
+    ("Idle claims", "idle-claim-list", "hourglass-split", EVERYONE),
     ("Claims", "resourceclaim-list", "ticket-detailed", EVERYONE),
     ("My claims", "claimrequest-list", "inboxes", EVERYONE),
     ("New claim", "claimrequest-new", "plus-circle", EVERYONE),
@@ -36,6 +38,9 @@ NAVIGATION = [
 _ENTRIES = {url_name for _, url_name, _, _ in NAVIGATION}
 # Entries shown together in one dropdown (consecutive in NAVIGATION): the bar stays one line.
 GROUPS = {
+    "sharing": ("Usage", "graph-up"),
+    "fragmentation": ("Usage", "graph-up"),
+    "idle-claim-list": ("Usage", "graph-up"),
     "tenant-list": ("Governance", "people"),
     "allocation-report": ("Governance", "people"),
     "auditevent-list": ("Governance", "people"),

@@ -16,6 +16,7 @@ def test_a_portal_admin_reviews_who_shares_what(
     page = browser_page
     sign_in(page, "root")
     page.wait_for_url(f"{live_server.url}/")
+    page.get_by_role("button", name="Usage").click()  # the navigation's dropdown
     page.get_by_role("link", name="Sharing").click()
     page.wait_for_url("**/sharing/")
     assert (
