@@ -209,9 +209,13 @@ class TimeIndex(models.Index):
         using: str = "",
         **kwargs: Any,
     ) -> Any:
-        if schema_editor.connection.vendor == "postgresql":
-            using = " USING brin"
-        return super().create_sql(model, schema_editor, using=using, **kwargs)
+        if schema_editor.connection.vendor != "postgresql":
+            return super().create_sql(model, schema_editor, using=using, **kwargs)
+        statement = super().create_sql(model, schema_editor, using=" USING brin", **kwargs)
+        # 16 pages a range (not 128): finding one cycle's samples rechecks a few thousand rows
+        # of neighbouring cycles instead of ~500,000 at 40,000 GPUs.
+        statement.parts["extra"] = " WITH (pages_per_range = 16)" + statement.parts["extra"]
+        return statement
 
 
 class DeviceSample(models.Model):

@@ -209,7 +209,7 @@ def _vector(body: bytes) -> list[_Sample] | list[_TextSample]:
 def readings_from_prometheus(answers: Mapping[str, bytes]) -> list[Reading]:
     """The readings in the answers to :func:`prometheus_query` of each metric (metric name →
     answer body). Raises :class:`PrometheusError` for an answer that is not a vector."""
-    found: dict[tuple[str, str, str, str], Reading] = {}
+    found: dict[str | tuple[str, str, str, str], Reading] = {}
     isfinite = math.isfinite
     for metric, body in answers.items():
         field_name = METRICS[metric]
@@ -223,7 +223,14 @@ def readings_from_prometheus(answers: Mapping[str, bytes]) -> list[Reading]:
                     continue
             if not isfinite(value):
                 continue
-            key = (labels.UUID, labels.GPU_I_ID, labels.Hostname, labels.pci_bus_id)
+            # A whole GPU by its UUID alone (the same GPU under other labels is one reading);
+            # otherwise every label the join may use.
+            uuid = labels.UUID
+            key = (
+                uuid
+                if uuid and not labels.GPU_I_ID
+                else (uuid, labels.GPU_I_ID, labels.Hostname, labels.pci_bus_id)
+            )
             reading = found.get(key)
             if reading is None:
                 instance = labels.GPU_I_ID

@@ -50,7 +50,7 @@ def test_a_tenant_member_sees_the_idle_claims_of_their_namespaces(idle, client_a
 def test_the_dashboard_counts_the_idle_claims_one_may_see(idle, client_as, bob, carol):
     mine = client_as(bob).get("/").text
     theirs = client_as(carol).get("/").text
-    assert '>1 idle</span>' in mine and 'href="/claims/idle/"' in mine
+    assert ">1 idle</span>" in mine and 'href="/claims/idle/"' in mine
     assert "none idle" in theirs
 
 
