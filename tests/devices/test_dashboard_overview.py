@@ -82,7 +82,8 @@ def test_the_dashboard_costs_a_fixed_number_of_queries(
     # session, user, tenants (2: the page and their namespaces), tenant count, quota count,
     # token count, nodes, device states, GPUs by model, device-plugin GPUs, claims, idle claims,
     # ready nodes,
-    # the mirror's stale kinds and its health, telemetry (readings, sources), the tenants' 24 h
+    # the mirror's stale kinds and its health, telemetry (readings, sources; devices by class
+    # are cached from the warm-up), the tenants' 24 h
     # of GPU utilisation; usage against quota per tenant shown (at most 3 tenants):
     # claims, their results with device memory, requests, quotas and the warm index's
     # catch-up (the warm-up read the claims' specs, which are parsed once per version, and
@@ -155,3 +156,18 @@ def test_the_dashboard_shows_each_tenants_last_day(client_as, alice, mirrored_cl
     page = client_as(alice).get("/").content.decode()
 
     assert "GPU 40 % · 2 devices held" in page and 'class="sparkline"' in page
+
+
+def test_the_dashboard_counts_devices_by_class(client_as, carol, mirrored_cluster):
+    from devices.models import DeviceClassMatch, DeviceState
+
+    page = client_as(carol).get("/").content.decode()
+
+    matches = DeviceClassMatch.objects.filter(device_class_name="gpu.nvidia.com")
+    free = matches.filter(device__state=DeviceState.FREE).count()
+    assert 'data-testid="devices-by-class"' in page
+    assert (
+        f'{free} free of</span> <span class="badge rounded-pill text-bg-light border">'
+        f"{matches.count()}</span>" in page
+    )
+    assert 'href="/device-classes/gpu.nvidia.com/"' in page
