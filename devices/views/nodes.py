@@ -108,14 +108,18 @@ def _state_counts(devices: list[Device]) -> list[tuple[str, str, int]]:
 @login_required
 def node_detail(request: HttpRequest, name: str) -> HttpResponse:
     node = Node.objects.filter(name=name).first()
+    # The node's own slices and those offering it devices (a pool spanning nodes). As an id
+    # subquery, not a join with DISTINCT: that read every slice (~110 ms at 5,000 nodes).
+    on_node = Device.objects.filter(node_name=name).values("resource_slice_id")
     slices = list(
-        ResourceSlice.objects.filter(Q(node_name=name) | Q(devices__node_name=name))
-        .distinct()
-        .order_by("driver", "pool_name", "name")
+        ResourceSlice.objects.filter(Q(node_name=name) | Q(pk__in=on_node)).order_by(
+            "driver", "pool_name", "name"
+        )
     )
     if node is None and not slices:
         raise Http404("No such node.")
-    devices = list(Device.objects.on_node(name).order_by("resource_slice__name", "pk"))
+    # Not the raw JSON: the page shows the attributes and capacity kept apart from it.
+    devices = list(Device.objects.on_node(name).defer("raw").order_by("resource_slice__name", "pk"))
     context: dict[str, Any] = {
         "name": name,
         "node": node,
