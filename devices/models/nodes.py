@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from django.db import models
-from django.db.models import Count, OuterRef, Subquery
+from django.db.models import Count, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 
@@ -50,9 +50,12 @@ class NodeQuerySet(models.QuerySet["Node"]):
         """node → [(model, count)] of the GPUs device plugins advertise as extended
         resources (GPUs DRA does not manage, e.g. legacy T4 nodes), in one query."""
         found: dict[str, list[tuple[str, int]]] = {}
-        for node in self.filter(extended_resources__isnull=False).only(
-            "name", "extended_resources", "raw"
-        ):
+        # Only nodes advertising such a resource: reading every node's raw JSON (for its
+        # labels) cost ~0.6 s at 5,000 nodes, almost none of which run a device plugin.
+        advertises = Q()
+        for resource in DEVICE_PLUGIN_GPUS:
+            advertises |= Q(extended_resources__has_key=resource)
+        for node in self.filter(advertises).only("name", "extended_resources", "raw"):
             if node.device_plugin_gpus:
                 found[node.name] = node.device_plugin_gpus
         return found
