@@ -203,11 +203,6 @@ class ClaimUtilisation:
     history: Points  # over ``span``: 5-minute buckets up to a day, hourly beyond
     span: TimeRange = DEFAULT_RANGE
 
-    @property
-    def history_average(self) -> float | None:
-        values = [v for _, v in self.history if v is not None]
-        return round(sum(values) / len(values), 1) if values else None
-
 
 def _rollup_resolution(span: TimeRange) -> Resolution:
     """Usage rollups start at 5 minutes: the last hour is read at that resolution too."""
@@ -268,22 +263,48 @@ class ScopeUtilisation:
         values = [v for _, v in self.history if v is not None]
         return round(sum(values) / len(values), 1) if values else None
 
+    @property
+    def devices_held(self) -> float:
+        """Devices its claims held in the newest bucket (device-hours over the bucket's)."""
+        if not self.device_hours:
+            return 0.0
+        bucket_hours = _rollup_resolution(self.span).seconds / 3600
+        return round(self.device_hours[-1][1] / bucket_hours, 1)
+
+
+def scopes_utilisation(
+    scope: str,
+    keys: list[str],
+    span: TimeRange = DEFAULT_RANGE,
+    now: datetime.datetime | None = None,
+) -> dict[str, ScopeUtilisation]:
+    """The usage rollups of several tenants (keys: slugs) or namespaces (names) over ``span``,
+    by key; a key nothing was attributed to in that time is left out. One query."""
+    if not keys:
+        return {}
+    rows = (
+        UsageRollup.objects.filter(
+            scope=UsageRollup.Scope(scope),
+            key__in=keys,
+            resolution=_rollup_resolution(span),
+            bucket_start__gte=span.start(now),
+        )
+        .order_by("key", "bucket_start")
+        .values_list("key", "bucket_start", "gpu_util_avg", "device_seconds", "is_simulated")
+    )
+    found: dict[str, ScopeUtilisation] = {}
+    for key, moment, util, seconds, simulated in rows:
+        entry = found.get(key)
+        if entry is None:
+            entry = found[key] = ScopeUtilisation([], [], False, span)
+        entry.history.append((moment, util))
+        entry.device_hours.append((moment, round(seconds / 3600, 2)))
+        entry.is_simulated = entry.is_simulated or simulated
+    return found
+
 
 def scope_utilisation(
     scope: str, key: str, span: TimeRange = DEFAULT_RANGE, now: datetime.datetime | None = None
 ) -> ScopeUtilisation | None:
-    """The usage rollups of one tenant (key: slug) or namespace (name) over ``span``; ``None``
-    when nothing was attributed to it in that time. One query."""
-    rows = list(
-        UsageRollup.objects.series(
-            scope, key, since=span.start(now), resolution=_rollup_resolution(span)
-        ).values_list("bucket_start", "gpu_util_avg", "device_seconds", "is_simulated")
-    )
-    if not rows:
-        return None
-    return ScopeUtilisation(
-        history=[(moment, util) for moment, util, _, _ in rows],
-        device_hours=[(moment, round(seconds / 3600, 2)) for moment, _, seconds, _ in rows],
-        is_simulated=any(r[3] for r in rows),
-        span=span,
-    )
+    """:func:`scopes_utilisation` of one key; ``None`` when nothing was attributed to it."""
+    return scopes_utilisation(scope, [key], span, now).get(key)

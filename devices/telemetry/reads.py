@@ -84,11 +84,6 @@ class DeviceUtilisation:
         fraction = self.reading.fb_used_fraction
         return None if fraction is None else round(fraction * 100, 1)
 
-    @property
-    def history_average(self) -> float | None:
-        values = [v for _, v in self.history if v is not None]
-        return round(sum(values) / len(values), 1) if values else None
-
 
 def device_utilisation(
     device: Device, now: datetime.datetime | None = None, span: TimeRange = DEFAULT_RANGE
