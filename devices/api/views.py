@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.http import Http404, StreamingHttpResponse
+from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import renderers, viewsets
@@ -109,7 +110,8 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
     )
     @action(detail=True, methods=["get"], url_path="utilisation", pagination_class=None)
     def utilisation(self, request: Request, name: str) -> Response:
-        node = self.get_object()
+        # Only whether the node exists: not the list's device counts and GPU models.
+        node = get_object_or_404(Node.objects.only("name"), name=name)
         span = requested_range(request)
         found = node_utilisation(node.name, span=span)
         return utilisation_response(
