@@ -6,7 +6,6 @@ cluster is connected yet.
 
 from __future__ import annotations
 
-import datetime
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -19,20 +18,19 @@ from django.urls import reverse
 from django.utils import timezone
 
 from claims.idle import idle_claim_count
-from claims.models import ResourceClaim, UsageRollup
+from claims.models import ResourceClaim
 from devices.models import (
     Device,
     DeviceClassMatch,
     DeviceState,
     DeviceTelemetry,
     Node,
-    Resolution,
     TelemetrySource,
 )
 from devices.telemetry.reads import STALE_AFTER
 from mirror.models import MirrorStatus
 
-__all__ = ["cluster_overview", "tenant_utilisation"]
+__all__ = ["cluster_overview"]
 
 
 def _gpus_by_model(dra_gpus: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -132,31 +130,6 @@ def _telemetry() -> dict[str, Any]:
             (s.last_success_at for s in sources if s.last_success_at is not None), default=None
         ),
     }
-
-
-def tenant_utilisation(slugs: list[str]) -> dict[str, dict[str, Any]]:
-    """Per tenant slug, its last 24 h from the per-tenant usage rollups (one query): GPU
-    utilisation per 5 minutes (``history``), its ``average``, and ``devices``, the devices its
-    claims held in the newest bucket (device-seconds over the bucket's 300 s)."""
-    if not slugs:
-        return {}
-    since = timezone.now() - datetime.timedelta(hours=24)
-    rows = UsageRollup.objects.filter(
-        scope=UsageRollup.Scope.TENANT,
-        key__in=slugs,
-        resolution=Resolution.FIVE_MINUTES,
-        bucket_start__gte=since,
-    ).values_list("key", "bucket_start", "gpu_util_avg", "device_seconds", "is_simulated")
-    found: dict[str, dict[str, Any]] = {}
-    for slug, bucket, util, seconds, simulated in sorted(rows, key=lambda r: (r[0], r[1])):
-        entry = found.setdefault(slug, {"history": [], "simulated": False})
-        entry["history"].append((bucket, util))
-        entry["devices"] = round(seconds / Resolution.FIVE_MINUTES.seconds, 1)
-        entry["simulated"] = entry["simulated"] or simulated
-    for entry in found.values():
-        values = [v for _, v in entry["history"] if v is not None]
-        entry["average"] = round(sum(values) / len(values)) if values else None
-    return found
 
 
 # The per-class counts join every class match to its device (~100,000 rows at 5,000 nodes):
