@@ -73,15 +73,10 @@ class ClaimRequestFilterSet(django_filters.FilterSet):
 
 
 class IdleClaimFilterSet(django_filters.FilterSet):
-    """The idle claims list."""
+    """The idle claims list: the claims list's search and namespace, and why it is idle."""
 
-    q = django_filters.CharFilter(
-        field_name="name",
-        lookup_expr="icontains",
-        label="Search claims",
-        widget=search_box("Search claims"),
-    )
-    namespace = django_filters.CharFilter(field_name="namespace", label="Namespace")
+    q = ResourceClaimFilterSet.base_filters["q"]
+    namespace = ResourceClaimFilterSet.base_filters["namespace"]
     reason = django_filters.ChoiceFilter(
         field_name="idleness__reason",
         choices=[c for c in ClaimIdleness.Reason.choices if c[0]],
