@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import models, transaction
+from django.db import connection, models, transaction
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 
 from claims.models import (
@@ -77,6 +77,9 @@ DEVICE_FIELDS = [
     "memory_bytes",
     "raw",
 ]
+# pg_advisory_xact_lock key held by every transaction writing slices or claims ("dradevic").
+_DEVICE_WRITES_LOCK = 0x6472616465766963
+
 ALLOCATED_DEVICE_FIELDS = [
     "request",
     "driver",
@@ -151,6 +154,7 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
     keyed = {m.fields["uid"]: m for m in mapped if m.fields.get("uid")}
     if not keyed:
         return applied
+    _serialize_device_writes(kind)
     touched: set[DeviceKey] = set()
     if kind in (Kind.RESOURCE_CLAIMS, Kind.RESOURCE_CLAIM_TEMPLATES):
         touched |= _free_reused_names(model, keyed)
@@ -194,29 +198,45 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
             pks.update(model.objects.filter(uid__in=fresh).values_list("uid", "pk"))
         stored = {uid: keyed[uid] for uid in existing}
         if kind == Kind.RESOURCE_SLICES:
-            _replace_slice_children(writer, keyed, stored, pks)
+            added = _replace_slice_children(writer, keyed, stored, pks)
             for uid, m in keyed.items():
                 if m.parsed is not None:
                     remember_parsed(uid, m.fields["resource_version"], m.parsed)
-            link_devices(
-                AllocatedDevice.objects.filter(
-                    driver__in={m.fields["driver"] for m in keyed.values()},
-                    pool__in={m.fields["pool_name"] for m in keyed.values()},
+            # Devices updated in place keep their rows, so results already point at them; only
+            # pools that gained or lost device rows (a new slice or generation) change links.
+            if added:
+                link_devices(_results_in(added))
+                # Allocation records opened before their device was mirrored learn its model.
+                AllocationRecord.objects.describe_devices(
+                    {driver for driver, _ in added}, {pool for _, pool in added}
                 )
-            )
-            # Allocation records opened before their device was mirrored learn its model.
-            AllocationRecord.objects.describe_devices(
-                {m.fields["driver"] for m in keyed.values()},
-                {m.fields["pool_name"] for m in keyed.values()},
-            )
             touched |= {(m.fields["driver"], m.fields["pool_name"], "") for m in keyed.values()}
         else:
-            touched |= _replace_claim_children(writer, keyed, stored, pks)
-            # The allocation history follows the results just written, in this transaction.
-            AllocationRecord.objects.record_claims(keyed)
+            replaced, devices = _replace_claim_children(writer, keyed, stored, pks)
+            touched |= devices
+            # The allocation history follows the results just written, in this transaction
+            # (a claim whose results are unchanged has its records already).
+            AllocationRecord.objects.record_claims(replaced)
     _refresh(_pools(touched), pending)
     applied.written = len(keyed)
     return applied
+
+
+def _serialize_device_writes(kind: Kind) -> None:
+    """Takes, until the transaction ends, the lock every writer of device states and allocation
+    results holds (PostgreSQL): the slice and claim watchers both update those rows, in
+    different orders, and would otherwise deadlock each other under load."""
+    if kind in (Kind.RESOURCE_SLICES, Kind.RESOURCE_CLAIMS) and connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_DEVICE_WRITES_LOCK])
+
+
+def _results_in(pools: set[PoolKey]) -> QuerySet[AllocatedDevice]:
+    """The allocation results naming a device of one of ``pools``."""
+    condition = Q()
+    for driver, pool in pools:
+        condition |= Q(driver=driver, pool=pool)
+    return AllocatedDevice.objects.filter(condition)
 
 
 def _refresh(pools: set[PoolKey], pending: set[PoolKey] | None) -> None:
@@ -293,9 +313,10 @@ def _free_reused_names(model: type[models.Model], keyed: dict[str, Mapped]) -> s
 
 def _replace_slice_children(
     writer: BulkWriter, keyed: dict[str, Mapped], stored: dict[str, Mapped], pks: dict[str, int]
-) -> None:
+) -> set[PoolKey]:
     """Devices keep their rows (and primary keys) across updates of their slice: upserted on
-    slice + name, those the slice no longer lists deleted. Counter sets are replaced."""
+    slice + name, those the slice no longer lists deleted. Counter sets are replaced. Returns
+    the pools that gained or lost device rows."""
     devices = {
         (pks[uid], row["name"]): {"resource_slice_id": pks[uid], **row}
         for uid, m in keyed.items()
@@ -303,19 +324,22 @@ def _replace_slice_children(
     }
     stored_ids = [pks[uid] for uid in stored]
     current: set[tuple[int, str]] = set()
+    changed: set[PoolKey] = set()
     if stored_ids:
         gone = []
-        for pk, slice_id, name in Device.objects.filter(
+        for pk, slice_id, name, driver, pool in Device.objects.filter(
             resource_slice_id__in=stored_ids
-        ).values_list("pk", "resource_slice_id", "name"):
+        ).values_list("pk", "resource_slice_id", "name", "driver", "pool_name"):
             current.add((slice_id, name))
             if (slice_id, name) not in devices:
                 gone.append(pk)
+                changed.add((driver, pool))
         if gone:
             Device.objects.filter(pk__in=gone).delete()
         SharedCounterSet.objects.filter(resource_slice_id__in=stored_ids).delete()
     names = ["resource_slice_id", "name", *DEVICE_FIELDS]
-    writer.insert(Device, names, [row for key, row in devices.items() if key not in current])
+    inserted = [row for key, row in devices.items() if key not in current]
+    writer.insert(Device, names, inserted)
     writer.upsert(
         Device,
         names,
@@ -332,16 +356,18 @@ def _replace_slice_children(
             for row in m.children.get("counter_sets", [])
         ],
     )
+    return changed | {(row["driver"], row["pool_name"]) for row in inserted}
 
 
 def _replace_claim_children(
     writer: BulkWriter, keyed: dict[str, Mapped], stored: dict[str, Mapped], pks: dict[str, int]
-) -> set[DeviceKey]:
+) -> tuple[set[str], set[DeviceKey]]:
     """Allocated devices and consumers are replaced where they changed.
 
     Most claim updates touch only metadata (labels, annotations, finalizers): their rows are
     compared with the stored ones and left alone, which saves a delete and an insert per claim.
-    Returns the devices named by the replaced rows, before and after: their state may change.
+    Returns the uids of the claims whose rows were replaced (new claims included), and the
+    devices named by the replaced rows, before and after: their state may change.
     """
     touched: set[DeviceKey] = set()
     replace = set(keyed) - set(stored)
@@ -390,7 +416,7 @@ def _replace_claim_children(
         for uid in replace
         for row in keyed[uid].children.get("allocated_devices", [])
     }
-    return touched
+    return replace, touched
 
 
 def _stored_claim_children(
@@ -470,6 +496,7 @@ def delete_missing(
 
 def _delete(kind: Kind, uids: list[str], pending: set[PoolKey] | None = None) -> None:
     """Deletes rows by uid; devices held by deleted claims get their state recomputed."""
+    _serialize_device_writes(kind)
     held: set[DeviceKey] = set()
     if kind == Kind.RESOURCE_CLAIMS:
         held = claim_device_keys(Q(claim__uid__in=uids))
@@ -482,11 +509,7 @@ def _delete(kind: Kind, uids: list[str], pending: set[PoolKey] | None = None) ->
     if pools:
         # Results holding a deleted device now point at nothing, or at the same device in
         # another slice of its pool.
-        link_devices(
-            AllocatedDevice.objects.filter(
-                driver__in={d for d, _ in pools}, pool__in={p for _, p in pools}
-            )
-        )
+        link_devices(_results_in(pools))
     _refresh(pools | _pools(held), pending)
     _record_kind(kind)
 

@@ -11,7 +11,7 @@ from django.core.management import call_command
 
 from claims.index import index
 from claims.models import AllocationRecord
-from devices.models import Device
+from devices.models import Device, ResourceSlice
 from mirror.cluster import Kind
 from mirror.store import apply_events
 
@@ -145,9 +145,44 @@ def test_a_record_opened_before_its_device_was_mirrored_learns_its_model(team_a,
     _, cluster, resync = live
     claim = allocate(cluster)
     resync()
+    # As when the claim is mirrored before its slice: the devices are not there yet.
+    ResourceSlice.objects.all().delete()
     records_of(claim).update(model_name="", memory_bytes=0)
-    resync()  # the slices are written again
+    resync()  # the slices arrive: their devices are inserted
     assert all(r.model_name.startswith("NVIDIA") and r.memory_bytes for r in records_of(claim))
+
+
+def test_slices_written_again_without_new_devices_leave_results_and_records_alone(team_a, live):
+    """A slice update that keeps its devices (labels, annotations, a new resourceVersion) does
+    not rewrite the allocation results or records of its pool: those writes made the slice and
+    claim watchers deadlock each other under load."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from claims.models import AllocatedDevice
+
+    _, cluster, resync = live
+    allocate(cluster)
+    resync()
+    linked = dict(AllocatedDevice.objects.values_list("pk", "device_id"))
+    assert any(linked.values())
+    slices = list(ResourceSlice.objects.values_list("raw", flat=True))
+    for raw in slices:
+        raw["metadata"]["resourceVersion"] = str(int(raw["metadata"]["resourceVersion"]) + 10**6)
+        raw["metadata"].setdefault("labels", {})["touched"] = "yes"
+    events = [{"type": "MODIFIED", "object": raw} for raw in slices]
+    with CaptureQueriesContext(connection) as captured:
+        applied = apply_events(Kind.RESOURCE_SLICES, events)
+    assert applied.written == len(slices)
+    writes = [
+        q["sql"]
+        for q in captured
+        if q["sql"].startswith("UPDATE")
+        and ("claims_allocateddevice" in q["sql"] or "claims_allocationrecord" in q["sql"])
+    ]
+    assert writes == []
+    assert dict(AllocatedDevice.objects.values_list("pk", "device_id")) == linked
+    assert ResourceSlice.objects.filter(raw__metadata__labels__touched="yes").count() == len(slices)
 
 
 def test_the_backfill_opens_records_for_allocated_claims_that_have_none(team_a, live, capsys):
