@@ -1,9 +1,9 @@
 """The one module that talks to the Kubernetes API (STYLE §8, DESIGN §3).
 
 Everything goes through the `kubernetes` client's `ApiClient` (configuration, authentication,
-TLS, connection pool) but reads and writes **raw JSON**: dict bodies in, `json.loads` of the
-response bytes out. The generated per-kind methods of `ResourceV1Api`/`CoreV1Api` are not used:
-in 37.x they validate bodies against pydantic models that forbid unknown fields
+TLS, connection pool) but reads and writes **raw JSON**: dict bodies in, the response bytes
+decoded (with msgspec) out. The generated per-kind methods of `ResourceV1Api`/`CoreV1Api` are
+not used: in 37.x they validate bodies against pydantic models that forbid unknown fields
 (`create_namespaced_resource_claim` rejects a newer field with `extra_forbidden`), and the mirror
 must keep every field. Watches are parsed line by line from the streamed response (not
 `kubernetes.watch.Watch`, which mishandles ERROR events without deserialization).
@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
@@ -342,8 +343,8 @@ class Cluster:
         finally:
             response.release_conn()
         try:
-            result = json.loads(data)
-        except ValueError as exc:
+            result = _decode(data)
+        except (ValueError, RecursionError) as exc:
             raise ClusterError(f"{method} {path}: the response is not JSON") from exc
         if not isinstance(result, dict):
             raise ClusterError(f"{method} {path}: the response is not a JSON object")
@@ -637,10 +638,15 @@ class Cluster:
         return self._json("DELETE", KINDS[kind].path(namespace, name), body=options)
 
 
+# msgspec decodes list pages and watch events about twice as fast as the standard library (the
+# cold mirror decodes ~100 MB of JSON at 5,000 nodes); same Python values.
+_decode = msgspec.json.Decoder().decode
+
+
 def _watch_event(line: bytes) -> dict[str, Any]:
     try:
-        event = json.loads(line)
-    except ValueError as exc:
+        event = _decode(line)
+    except (ValueError, RecursionError) as exc:
         raise Unavailable(f"malformed watch event: {line[:200]!r}") from exc
     if not isinstance(event, dict) or "type" not in event:
         raise Unavailable(f"malformed watch event: {line[:200]!r}")
