@@ -86,6 +86,65 @@ def build_case() -> dict[str, Any]:
     }
 
 
+def claim_object(name: str, count: int, constraint: str | None = None) -> dict[str, Any]:
+    """A ResourceClaim as the contract takes it (JSON)."""
+    devices: dict[str, Any] = {
+        "requests": [
+            {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": count}}
+        ]
+    }
+    if constraint:
+        devices["constraints"] = [{"matchAttribute": constraint}]
+    return {"metadata": {"name": name, "namespace": "bench"}, "spec": {"devices": devices}}
+
+
+COLD_CASES = (
+    ("1-GPU claim", "cold-one-gpu", 1, None),
+    (
+        "8-GPU claim, matchAttribute on the NVLink clique",
+        "cold-eight-clique",
+        8,
+        "gpu.nvidia.com/clique",
+    ),
+)
+
+
+def cold_process_times(case: dict[str, Any], runs: int, keep: Path | None) -> None:
+    """Whole-process ``manage.py allocate`` on each S40k case: interpreter start, imports,
+    reading and parsing the JSON line, indexing, allocating, writing the answer."""
+    import subprocess
+    import tempfile
+
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as scratch:
+        for label, name, count, constraint in COLD_CASES:
+            line = json.dumps(
+                {**case, "name": name, "claims": [claim_object("bench", count, constraint)]}
+            )
+            path = (keep or Path(scratch)) / f"{name}.jsonl"
+            path.write_text(line + "\n")
+            seconds: list[float] = []
+            answer: dict[str, Any] = {}
+            for _ in range(runs):
+                started = time.perf_counter()
+                done = subprocess.run(
+                    [sys.executable, "manage.py", "allocate", "--input", str(path)],
+                    cwd=root,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                seconds.append(time.perf_counter() - started)
+                answer = json.loads(done.stdout.splitlines()[-1])
+            report(
+                f"cold `manage.py allocate`, {label} ({answer.get('status')})",
+                f"{statistics.median(seconds):.2f} s",
+                f"≤ the Go allocator on this machine (min {min(seconds):.2f} s of {runs})",
+            )
+    if keep:
+        print(f"  case files for the Go comparison: {keep}/cold-*.jsonl")
+
+
 def claim(name: str, count: int, constraint: str | None = None) -> Any:
     devices: dict[str, Any] = {
         "requests": [
@@ -123,9 +182,25 @@ def report(label: str, value: str, target: str) -> None:
 
 
 def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--cold-only", action="store_true", help="only the whole-process `manage.py allocate` runs"
+    )
+    parser.add_argument("--cold-runs", type=int, default=3, help="runs per cold case (median)")
+    parser.add_argument(
+        "--keep-cases", type=Path, metavar="DIR", help="write the cold cases' JSON Lines here"
+    )
+    args = parser.parse_args()
     print("machine:", machine())
-    started = time.perf_counter()
     case = build_case()
+    if args.keep_cases:
+        args.keep_cases.mkdir(parents=True, exist_ok=True)
+    cold_process_times(case, args.cold_runs, args.keep_cases)
+    if args.cold_only:
+        return
+    started = time.perf_counter()
     cluster, _ = build_cluster(case)
     report(
         "build + parse 5,000 nodes / 50,000 devices", f"{time.perf_counter() - started:.2f} s", "-"

@@ -309,18 +309,19 @@ def watcher_main(url: str, watch_seconds: float, profile: str | None) -> None:
     from mirror.reflector import Reflector
 
     class TimedReflector(Reflector):
-        """Records, after each committed batch, how long ago each event was sent."""
+        """Records, right after each batch commits, the commit time of each event's
+        resourceVersion (the writer knows when it sent each one)."""
 
-        lags: list[float]
+        committed: list[tuple[int, float]]
 
         def _commit(self, batch: list[dict[str, Any]], first_received: float | None) -> None:
             super()._commit(batch, first_received)
             now = time.time()
             for event in batch:
                 metadata = (event.get("object") or {}).get("metadata") or {}
-                sent = (metadata.get("annotations") or {}).get(SENT_AT)
-                if sent:
-                    self.lags.append(now - float(sent))
+                version = metadata.get("resourceVersion")
+                if version:
+                    self.committed.append((int(version), now))
 
     cluster = Cluster(ClusterConfig(server=url, read_timeout=120))
     tables = set(mirror_tables()) - {"devices_mirrorstatus"}
@@ -355,14 +356,21 @@ def watcher_main(url: str, watch_seconds: float, profile: str | None) -> None:
         results[phase]["tuples"] = {n: d for n, d in delta.items() if n in tables and any(d)}
         results[phase]["status_tuples"] = delta.get("devices_mirrorstatus", [0, 0, 0])
     results["peak_rss_mib_after_lists"] = peak_rss_mib()
-    try:
-        from mirror.classes import refresh_class_matches
-    except ImportError:
-        pass
-    else:
-        started = time.perf_counter()
-        refresh_class_matches(None)
-        results["class_refresh_seconds"] = time.perf_counter() - started
+    # The device-class memberships follow a relist in a Celery task; pages are right only once
+    # it has run, so the cold figure users wait for includes it.
+    from mirror.classes import refresh_class_matches
+
+    started = time.perf_counter()
+    refresh_class_matches(None)
+    results["class_refresh_seconds"] = time.perf_counter() - started
+    connection.close()
+    import psycopg
+
+    from benchmarks.floor import measure_floor
+
+    results["floor"] = measure_floor(
+        cluster, MIRRORED_KINDS, lambda: psycopg.connect(os.environ["DATABASE_URL"])
+    )
     emit("lists", results)
 
     # -- list+watch of slices and claims while the parent writes ---------------------------
@@ -372,12 +380,18 @@ def watcher_main(url: str, watch_seconds: float, profile: str | None) -> None:
         for kind in (Kind.RESOURCE_SLICES, Kind.RESOURCE_CLAIMS)
     ]
     for reflector in reflectors:
-        reflector.lags = []
+        reflector.committed = []
 
     def run(reflector: Reflector) -> None:
+        profiler = cProfile.Profile() if profile else None
         try:
-            reflector.run(seconds=watch_seconds + 600, stop=stop)
+            if profiler:
+                profiler.runcall(reflector.run, seconds=watch_seconds * 2 + 600, stop=stop)
+            else:
+                reflector.run(seconds=watch_seconds * 2 + 600, stop=stop)
         finally:
+            if profiler:
+                profiler.dump_stats(f"{profile}.watch-{reflector.kind.value}")
             connection.close()
 
     threads = [
@@ -391,20 +405,16 @@ def watcher_main(url: str, watch_seconds: float, profile: str | None) -> None:
     line = sys.stdin.readline().split()
     expected = int(line[1]) if len(line) > 1 and line[0] == "STOP" else 0
     deadline = time.monotonic() + 60
-    while sum(len(r.lags) for r in reflectors) < expected and time.monotonic() < deadline:
+    while sum(len(r.committed) for r in reflectors) < expected and time.monotonic() < deadline:
         time.sleep(0.05)
     stop.set()
     for thread in threads:
         thread.join(40)
-    lags = [lag for r in reflectors for lag in r.lags]
     emit(
         "watch",
         {
-            "events_committed": len(lags),
-            "per_kind": {r.kind.value: len(r.lags) for r in reflectors},
-            "p50": percentile(lags, 0.50),
-            "p99": percentile(lags, 0.99),
-            "max": max(lags, default=float("nan")),
+            "committed": [pair for r in reflectors for pair in r.committed],
+            "per_kind": {r.kind.value: len(r.committed) for r in reflectors},
             "peak_rss_mib": peak_rss_mib(),
         },
     )
@@ -414,38 +424,145 @@ def watcher_main(url: str, watch_seconds: float, profile: str | None) -> None:
 # -- the writer (parent) --------------------------------------------------------------------------
 
 
-def write_events(
-    emulator: Any,
-    claims: list[tuple[str, str]],
-    slices: list[str],
-    rate: float,
-    seconds: float,
-    slice_every: int,
-) -> tuple[int, float]:
-    """Merge-patches the ``bench/sent-at`` annotation at ``rate`` events per second, through the
-    emulator's store (every write is one watch event). One event in ``slice_every`` goes to a
-    slice, the others to claims. Returns the events sent and the achieved rate."""
-    from apiemulator.resources import by_kind
+# One cycle of 20 watch events: 2 slice metadata updates (10 %), 8 claim metadata updates
+# (40 %), 3 allocations cleared and 3 written (30 %: device states change), 2 claims created and
+# 2 deleted (20 %). What a busy cluster's scheduler and controllers do, not annotations alone.
+CYCLE = [
+    "slice-meta",
+    "claim-meta",
+    "dealloc",
+    "claim-meta",
+    "create",
+    "alloc",
+    "claim-meta",
+    "delete",
+    "claim-meta",
+    "dealloc",
+    "slice-meta",
+    "claim-meta",
+    "alloc",
+    "claim-meta",
+    "create",
+    "dealloc",
+    "claim-meta",
+    "delete",
+    "claim-meta",
+    "alloc",
+]
 
-    store = emulator.store
-    claim_resource, slice_resource = by_kind["ResourceClaim"], by_kind["ResourceSlice"]
-    total = int(rate * seconds)
-    started = time.perf_counter()
-    sent = 0
-    while sent < total:
-        due = started + sent / rate
-        wait = due - time.perf_counter()
-        if wait > 0.001:
-            time.sleep(wait)
-        patch = {"metadata": {"annotations": {SENT_AT: f"{time.time():.6f}"}}}
-        if slice_every and sent % slice_every == slice_every - 1:
-            store.patch(slice_resource, None, slices[sent % len(slices)], "merge", patch)
-        else:
-            namespace, name = claims[sent % len(claims)]
-            store.patch(claim_resource, namespace, name, "merge", patch)
-        sent += 1
-    elapsed = time.perf_counter() - started
-    return sent, sent / elapsed
+
+class Churn:
+    """Writes the watch load through the emulator's store (every write is one watch event) and
+    remembers when each resourceVersion was sent."""
+
+    def __init__(self, emulator: Any, claims: list[tuple[str, str]], slices: list[str]) -> None:
+        from apiemulator.resources import by_kind
+
+        self.store = emulator.store
+        self.claim_resource = by_kind["ResourceClaim"]
+        self.slice_resource = by_kind["ResourceSlice"]
+        self.slices = slices
+        self.claims = claims
+        first = self.store.get(self.claim_resource, *claims[0])
+        self.allocation_template = copy.deepcopy(first.obj["status"]["allocation"])
+        self.claim_template = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "spec": copy.deepcopy(first.obj["spec"]),
+        }
+        # Allocated claims in scenario order (each holds one GPU); the free GPUs are those of
+        # the nodes no claim reaches.
+        self.allocated: list[tuple[str, str]] = list(claims)
+        self.held: dict[tuple[str, str], tuple[str, str]] = {}
+        for index, key in enumerate(claims):
+            node, gpu = divmod(index, GPUS_PER_NODE)
+            self.held[key] = (f"node-{node:05d}", f"gpu-{gpu}")
+        nodes = len(slices)
+        used = {device for device in self.held.values()}
+        self.free = [
+            (f"node-{node:05d}", f"gpu-{gpu}")
+            for node in range(nodes)
+            for gpu in range(GPUS_PER_NODE)
+            if (f"node-{node:05d}", f"gpu-{gpu}") not in used
+        ]
+        self.deallocated: list[tuple[str, str]] = []
+        self.created: list[tuple[str, str]] = []
+        self.sent_at: dict[int, float] = {}
+        self.kinds: dict[str, int] = dict.fromkeys(set(CYCLE), 0)
+        self.counter = 0
+
+    def _meta_patch(self) -> dict[str, Any]:
+        return {"metadata": {"annotations": {SENT_AT: f"{time.time():.6f}"}}}
+
+    def _step(self, operation: str) -> int:
+        store, claims = self.store, self.claim_resource
+        self.counter += 1
+        n = self.counter
+        if operation == "dealloc" and self.allocated:
+            key = self.allocated.pop(0)
+            entry, _ = store.patch(
+                claims,
+                *key,
+                "merge",
+                {"status": {"allocation": None, "reservedFor": None}},
+                subresource="status",
+            )
+            self.free.append(self.held.pop(key))
+            self.deallocated.append(key)
+            return entry.rv
+        if operation == "alloc" and self.deallocated and self.free:
+            key = self.deallocated.pop(0)
+            node, device = self.free.pop(0)
+            allocation = copy.deepcopy(self.allocation_template)
+            allocation["devices"]["results"] = [
+                {"device": device, "driver": "gpu.nvidia.com", "pool": node, "request": "gpu"}
+            ]
+            allocation["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] = [node]
+            entry, _ = store.patch(
+                claims, *key, "merge", {"status": {"allocation": allocation}}, subresource="status"
+            )
+            self.held[key] = (node, device)
+            self.allocated.append(key)
+            return entry.rv
+        if operation == "create":
+            namespace = NAMESPACES[n % len(NAMESPACES)]
+            body = copy.deepcopy(self.claim_template)
+            body["metadata"] = {"name": f"churn-{n:07d}", "namespace": namespace}
+            entry = store.create(claims, namespace, body)
+            self.created.append((namespace, body["metadata"]["name"]))
+            return entry.rv
+        if operation == "delete" and self.created:
+            entry, _ = store.delete(claims, *self.created.pop(0))
+            return entry.rv
+        if operation == "slice-meta":
+            entry, _ = store.patch(
+                self.slice_resource, None, self.slices[n % len(self.slices)], "merge",
+                self._meta_patch(),
+            )  # fmt: skip
+            return entry.rv
+        namespace, name = self.claims[(n * 7919) % len(self.claims)]
+        entry, _ = store.patch(claims, namespace, name, "merge", self._meta_patch())
+        return entry.rv
+
+    def run(self, rate: float, seconds: float) -> tuple[int, float, float, float]:
+        """Writes at ``rate`` events per second for ``seconds``; returns the events sent, the
+        achieved rate and the phase's start and end (wall clock)."""
+        total = int(rate * seconds)
+        began = time.time()
+        started = time.perf_counter()
+        sent = 0
+        while sent < total:
+            due = started + sent / rate
+            wait = due - time.perf_counter()
+            if wait > 0.001:
+                time.sleep(wait)
+            operation = CYCLE[sent % len(CYCLE)]
+            at = time.time()
+            self.sent_at[self._step(operation)] = at
+            self.kinds[operation] += 1
+            sent += 1
+        elapsed = time.perf_counter() - started
+        return sent, sent / elapsed, began, time.time()
 
 
 # -- page timings (parent, after the watcher) -----------------------------------------------------
@@ -592,12 +709,17 @@ def main() -> None:
     parser.add_argument("--watch-seconds", type=float, default=None)
     parser.add_argument("--rate", type=float, default=1000.0, help="watch events per second")
     parser.add_argument(
-        "--slice-every", type=int, default=10, help="one event in N patches a slice (0: none)"
+        "--burst-rate",
+        type=float,
+        default=2500.0,
+        help="a second watch phase at this rate (the scheduler's burst; 0: none)",
     )
     parser.add_argument("--page-rounds", type=int, default=50)
     parser.add_argument("--skip-pages", action="store_true")
     parser.add_argument(
-        "--profile", metavar="FILE", help="cProfile the watcher's lists into FILE.cold/.resync"
+        "--profile",
+        metavar="FILE",
+        help="cProfile the watcher into FILE.cold, FILE.resync and FILE.watch-<kind>",
     )
     parser.add_argument("--watcher-only", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -673,17 +795,28 @@ def main() -> None:
                     f"    cold {kind:<24} {figures['seconds']:6.2f} s, "
                     f"{figures['written']:>6} objects written"
                 )
+        floor = lists["floor"]
+        until_right = cold["total_seconds"] + lists["class_refresh_seconds"]
+        report("cold mirror: every kind listed and written", f"{cold['total_seconds']:.2f} s")
         report(
-            "cold full mirror (all mirrored kinds)",
-            f"{cold['total_seconds']:.2f} s",
-            "≤ 5 s (3 s)",
-            cold["total_seconds"] <= 5,
+            "  + device-class memberships (a Celery task after the relist)",
+            f"{lists['class_refresh_seconds']:.2f} s",
         )
-        if "class_refresh_seconds" in lists:
-            report(
-                "device-class memberships, full refresh (a Celery task, not the watcher)",
-                f"{lists['class_refresh_seconds']:.2f} s",
-            )
+        report("cold mirror until pages are right (states, memberships)", f"{until_right:.2f} s")
+        print(
+            "    floor per kind: "
+            + ", ".join(f"{kind} {seconds:.2f} s" for kind, seconds in floor["seconds"].items())
+        )
+        print(
+            "    floor rows: "
+            + ", ".join(f"{table} {count:,}" for table, count in floor["rows"].items())
+        )
+        report(
+            "floor: LIST + decode + flatten + COPY into plain tables",
+            f"{floor['total_seconds']:.2f} s",
+        )
+        ratio = until_right / floor["total_seconds"]
+        report("cold mirror / floor", f"{ratio:.2f}×", "≤ 1.5×", ratio <= 1.5)
         tuples = cold["tuples"]
         print(
             "    rows inserted: "
@@ -697,8 +830,8 @@ def main() -> None:
         report(
             "resync with no changes",
             f"{resync['total_seconds']:.2f} s",
-            "≤ 3 s",
-            resync["total_seconds"] <= 3,
+            "≤ 1.5 s",
+            resync["total_seconds"] <= 1.5,
         )
         row_writes = sum(sum(counts) for counts in resync["tuples"].values())
         report(
@@ -713,47 +846,62 @@ def main() -> None:
         )
 
         receive("ready")
-        print(
-            f"\nWatch: {args.rate:.0f} events/s for {watch_seconds:.0f} s "
-            f"(one in {args.slice_every} on a slice, the rest on claims)"
-        )
-        sent, achieved = write_events(
-            emulator, claim_keys, slice_names, args.rate, watch_seconds, args.slice_every
-        )
-        child.stdin.write(f"STOP {sent}\n")
+        churn = Churn(emulator, claim_keys, slice_names)
+        phases = []
+        for rate, target in ((args.rate, 1.0), (args.burst_rate, 2.0)):
+            if not rate:
+                continue
+            sent, achieved, began, ended = churn.run(rate, watch_seconds)
+            phases.append((rate, target, sent, achieved, began, ended))
+        total_sent = sum(phase[2] for phase in phases)
+        child.stdin.write(f"STOP {total_sent}\n")
         child.stdin.flush()
         watch = receive("watch")
-        report(
-            "events sent / achieved rate",
-            f"{sent:,} / {achieved:.0f}/s",
-            "1,000/s",
-            achieved >= 0.99 * args.rate,
-        )
-        report(
-            "events committed by the watcher",
-            f"{watch['events_committed']:,}",
-            f"{sent:,}",
-            watch["events_committed"] == sent,
-        )
-        report("watch lag, event sent → row committed: p50", f"{watch['p50'] * 1000:.0f} ms")
-        report(
-            "watch lag, event sent → row committed: p99",
-            f"{watch['p99'] * 1000:.0f} ms",
-            "≤ 1 s",
-            watch["p99"] <= 1,
-        )
-        report("watch lag, event sent → row committed: max", f"{watch['max'] * 1000:.0f} ms")
+        committed = dict(watch["committed"])
+        mix = ", ".join(f"{op} {count:,}" for op, count in sorted(churn.kinds.items()))
+        print(f"\nWatch load, mixed: {mix}")
+        for rate, target, sent, achieved, began, ended in phases:
+            print(f"  at {rate:,.0f} events/s for {watch_seconds:.0f} s:")
+            versions = [v for v, at in churn.sent_at.items() if began <= at <= ended]
+            lags = [committed[v] - churn.sent_at[v] for v in versions if v in committed]
+            report(
+                "  events sent / achieved rate",
+                f"{sent:,} / {achieved:,.0f}/s",
+                f"{rate:,.0f}/s",
+                achieved >= 0.99 * rate,
+            )
+            report(
+                "  events committed by the watcher",
+                f"{len(lags):,}",
+                f"{len(versions):,}",
+                len(lags) == len(versions),
+            )
+            report(
+                "  watch lag, event sent → row committed: p50",
+                f"{percentile(lags, 0.5) * 1000:.0f} ms",
+            )
+            p99 = percentile(lags, 0.99)
+            report(
+                "  watch lag, event sent → row committed: p99",
+                f"{p99 * 1000:.0f} ms",
+                f"≤ {target:.0f} s",
+                p99 <= target,
+            )
+            report(
+                "  watch lag, event sent → row committed: max",
+                f"{max(lags, default=float('nan')) * 1000:.0f} ms",
+            )
         report(
             "watcher peak RSS (cold mirror + resync)",
             f"{lists['peak_rss_mib_after_lists']:.0f} MiB",
-            "≤ 1 GiB",
-            lists["peak_rss_mib_after_lists"] <= 1024,
+            "≤ 512 MiB",
+            lists["peak_rss_mib_after_lists"] <= 512,
         )
         report(
             "watcher peak RSS (whole run, watch included)",
             f"{watch['peak_rss_mib']:.0f} MiB",
-            "≤ 1 GiB",
-            watch["peak_rss_mib"] <= 1024,
+            "≤ 512 MiB",
+            watch["peak_rss_mib"] <= 512,
         )
         child.stdin.close()
         child.wait(60)
