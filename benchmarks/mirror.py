@@ -698,6 +698,53 @@ def page_timings(rounds: int) -> bool:
     return True
 
 
+def node_and_dashboard_timings(rounds: int) -> None:
+    """Node list, node detail and dashboard at S40k, as the device list above (staff user)."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    from django.urls import reverse
+
+    from devices.models import Node
+
+    user = get_user_model().objects.get(username="bench-staff")
+    client = Client()
+    client.force_login(user)
+    names = list(Node.objects.order_by("name").values_list("name", flat=True))
+    if not names:
+        print("  (skipped: no nodes mirrored)")
+        return
+    node_list = reverse("node-list")
+    pages = max(1, len(names) // 50)
+    cases = [
+        (
+            "node list page, no filter",
+            [f"{node_list}?page={1 + (i * 7919) % pages}" for i in range(rounds)],
+            "p95 ≤ 100 ms",
+            100.0,
+        ),
+        (
+            "node detail page (8 GPUs, allocated claims)",
+            [reverse("node-detail", args=[names[(i * 7919) % len(names)]]) for i in range(rounds)],
+            "p95 ≤ 100 ms",
+            100.0,
+        ),
+        ("dashboard", [reverse("dashboard")] * rounds, "p95 ≤ 150 ms", 150.0),
+    ]
+    for label, urls, target, limit in cases:
+        time_requests(client, urls[:5])
+        timings, statuses = time_requests(client, urls)
+        bad = sorted({s for s in statuses if s != 200})
+        p95 = percentile(timings, 0.95)
+        report(
+            f"{label}: p50 / p95",
+            f"{percentile(timings, 0.5):.0f} / {p95:.0f} ms",
+            target,
+            p95 <= limit and not bad,
+        )
+        if bad:
+            print(f"    non-200 answers: {bad}")
+
+
 # -- main -----------------------------------------------------------------------------------------
 
 
@@ -717,6 +764,11 @@ def main() -> None:
     parser.add_argument("--page-rounds", type=int, default=50)
     parser.add_argument("--skip-pages", action="store_true")
     parser.add_argument(
+        "--pages-only",
+        action="store_true",
+        help="only time the pages, on what the database holds (a previous run's mirror)",
+    )
+    parser.add_argument(
         "--profile",
         metavar="FILE",
         help="cProfile the watcher into FILE.cold, FILE.resync and FILE.watch-<kind>",
@@ -733,6 +785,15 @@ def main() -> None:
 
     ensure_database()
     setup_django(migrate=True)
+    if args.pages_only:
+        from django.conf import settings
+
+        settings.DEBUG = False
+        warnings.filterwarnings("ignore", message="No directory at")
+        print(f"Machine: {machine()}\nPages (Django test Client, server time, staff user):")
+        if page_timings(args.page_rounds):
+            node_and_dashboard_timings(args.page_rounds)
+        return
     from django.db import connection
 
     from apiemulator import Emulator
@@ -916,7 +977,8 @@ def main() -> None:
         settings.DEBUG = False  # as in production (queries are still counted where asked)
         warnings.filterwarnings("ignore", message="No directory at")  # collectstatic not run
         print("\nPages (Django test Client, server time, staff user):")
-        page_timings(args.page_rounds)
+        if page_timings(args.page_rounds):
+            node_and_dashboard_timings(args.page_rounds)
     print(f"\nMachine: {machine()}, PostgreSQL {pg_version}")
 
 

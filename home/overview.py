@@ -24,10 +24,12 @@ from devices.models import (
     DeviceClassMatch,
     DeviceState,
     DeviceTelemetry,
+    InventoryChange,
     Node,
     TelemetrySource,
 )
 from devices.telemetry.reads import STALE_AFTER
+from mirror.kinds import Kind
 from mirror.models import MirrorStatus
 
 __all__ = ["cluster_overview"]
@@ -60,34 +62,18 @@ def cluster_overview(user: AbstractBaseUser | AnonymousUser) -> dict[str, Any] |
     the column the mirror keeps, so free + shared + allocated + blocked + tainted = devices.
     ``stale_mirror``: the kinds the mirror has not heard from for too long (their rows may be
     out of date), for the dashboard's warning."""
-    node_count = Node.objects.count()
-    devices = Device.objects.visible_to(user)
-    states = devices.aggregate(
-        total=Count("pk"),
-        free=Count("pk", filter=Q(state=DeviceState.FREE)),
-        allocated=Count("pk", filter=Q(state=DeviceState.ALLOCATED)),
-        shared=Count("pk", filter=Q(state=DeviceState.SHARED)),
-        blocked=Count("pk", filter=Q(state=DeviceState.BLOCKED)),
-        tainted=Count("pk", filter=Q(state=DeviceState.TAINTED)),
-    )
+    if not user.is_authenticated:
+        return None
+    inventory = _inventory_counts()
+    node_count, states = inventory["node_count"], inventory["states"]
     if not node_count and not states["total"]:
         return None
-    gpus = _gpus_by_model(
-        devices.filter(parent_uuid="")
-        .exclude(model_name="")
-        .order_by()
-        .values("model_name")
-        .annotate(count=Count("pk"))
-    )
-    claims = ResourceClaim.objects.visible_to(user).aggregate(
-        total=Count("pk"),
-        pending=Count("pk", filter=Q(is_allocated=False)),
-        allocated=Count("pk", filter=Q(is_allocated=True)),
-    )
+    gpus = _gpus_by_model(inventory["models"])
+    claims = _claim_counts(user)
     claims["idle"] = idle_claim_count(user)
     return {
         "node_count": node_count,
-        "ready_count": Node.objects.filter(is_ready=True).count(),
+        "ready_count": inventory["ready_count"],
         "device_count": states["total"],
         "gpus": gpus,
         "free_count": states["free"],
@@ -101,6 +87,69 @@ def cluster_overview(user: AbstractBaseUser | AnonymousUser) -> dict[str, Any] |
         "mirror": MirrorStatus.objects.aggregate(kinds=Count("pk"), last_seen=Max("last_seen_at")),
         "telemetry": _telemetry(),
     }
+
+
+# Counts over every device and claim (tens of thousands of rows at 5,000 nodes) are kept until
+# the mirror changes what they count: the inventory change log's newest id moves with every
+# pool whose slices or allocations change and every node change; the claims' mirrored
+# resourceVersion with every claim batch. The timeout only bounds a missed change.
+COUNTS_SECONDS = 60
+
+
+def _inventory_counts() -> dict[str, Any]:
+    """Nodes (and ready ones), device states and whole GPUs by model: the same for every signed-in
+    user (inventory is not tenant data). Three queries when the inventory changed, else one."""
+    version = InventoryChange.objects.aggregate(newest=Max("pk"))["newest"]
+    key = f"dashboard:inventory:{version}"
+    found = cache.get(key)
+    if found is None:
+        devices = Device.objects.all()
+        states = devices.aggregate(
+            total=Count("pk"),
+            free=Count("pk", filter=Q(state=DeviceState.FREE)),
+            allocated=Count("pk", filter=Q(state=DeviceState.ALLOCATED)),
+            shared=Count("pk", filter=Q(state=DeviceState.SHARED)),
+            blocked=Count("pk", filter=Q(state=DeviceState.BLOCKED)),
+            tainted=Count("pk", filter=Q(state=DeviceState.TAINTED)),
+        )
+        nodes = Node.objects.aggregate(
+            total=Count("pk"), ready=Count("pk", filter=Q(is_ready=True))
+        )
+        models = list(
+            devices.filter(parent_uuid="")
+            .exclude(model_name="")
+            .order_by()
+            .values("model_name")
+            .annotate(count=Count("pk"))
+        )
+        found = {
+            "node_count": nodes["total"],
+            "ready_count": nodes["ready"],
+            "states": states,
+            "models": models,
+        }
+        cache.set(key, found, COUNTS_SECONDS)
+    return found
+
+
+def _claim_counts(user: AbstractBaseUser) -> dict[str, int]:
+    """The claims ``user`` may see: all, pending, allocated. Kept per user until the mirrored
+    claims change (their resourceVersion) or ``COUNTS_SECONDS`` pass (memberships change)."""
+    version = (
+        MirrorStatus.objects.filter(kind=Kind.RESOURCE_CLAIMS.value)
+        .values_list("resource_version", flat=True)
+        .first()
+    )
+    key = f"dashboard:claims:{user.pk}:{version}"
+    found = cache.get(key)
+    if found is None:
+        found = ResourceClaim.objects.visible_to(user).aggregate(
+            total=Count("pk"),
+            pending=Count("pk", filter=Q(is_allocated=False)),
+            allocated=Count("pk", filter=Q(is_allocated=True)),
+        )
+        cache.set(key, found, COUNTS_SECONDS)
+    return dict(found)
 
 
 def _telemetry() -> dict[str, Any]:
