@@ -37,7 +37,7 @@ from importlib import resources
 from typing import Any
 
 from lark import Lark, Token, Transformer
-from lark.exceptions import LarkError
+from lark.exceptions import LarkError, UnexpectedToken
 
 __all__ = [
     "MAX_NESTING",
@@ -431,6 +431,11 @@ def _build(prepared: str) -> Node:
             elif token.type in _CLOSING:
                 level -= 1
         node: Node = interactive.resume_parse()  # type: ignore[no-untyped-call]
+    except UnexpectedToken as error:
+        at_end = error.token.type == "$END"
+        raise CelSyntaxError(
+            "syntax error", len(prepared) if at_end else error.pos_in_stream
+        ) from None
     except LarkError as error:
         raise CelSyntaxError("syntax error", getattr(error, "pos_in_stream", None)) from None
     return node
