@@ -7,8 +7,9 @@ Kubernetes' "unknown domain is an empty map" behaviour). Evaluation itself is do
 cel-expr-python in :mod:`dra.cel`; when an expression cannot be parsed here the caller falls
 back to conservative behaviour, this module never decides validity.
 
-Parsing is celpy's: its Lark grammar (``celpy/cel.lark``), run by Lark's LALR parser with
-celpy's options, which keeps no Python stack per nesting level. Three things differ from
+Parsing is celpy's: its Lark grammar (``celpy/cel.lark``) with celpy's parser options, run by
+Lark's LALR parser, which keeps its own stack (no Python recursion per nesting level) and here
+builds the nodes as it reduces (no parse tree). Three things differ from
 ``celpy.celparser.CELParser``, each for a reason:
 
 - Every token is kept (``keep_all_tokens``) and ``true``/``false`` keep their positions
@@ -23,8 +24,14 @@ celpy's options, which keeps no Python stack per nesting level. Three things dif
   so that selects and indexes keep their ``optional`` flag, and a trailing ``,`` before
   ``]`` or ``}``.
 - Nesting is counted while Lark reads the tokens: more than :data:`MAX_NESTING` open
-  brackets stops at once with :class:`CelNestingError`; any other tree deeper than the limit
-  (chains of unary operators or selects) is refused after the iterative conversion.
+  brackets stop it at once with :class:`CelNestingError`; any other tree deeper than the
+  limit (runs of unary operators, selects, ternaries) is refused by the iterative walk that
+  completes it (:func:`_complete`).
+
+What celpy's grammar reads differently from cel-go's, all of it invalid in Kubernetes either
+way (cel-expr-python reports the error): ``1.`` is a double here, so ``1.size()`` does not
+parse; reserved words (``as``, ``let``, ...) parse as identifiers; backtick-escaped field
+names (an opt-in of cel-go that Kubernetes' environment does not enable) do not parse.
 """
 
 from __future__ import annotations
@@ -33,7 +40,8 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
+from importlib.util import find_spec
+from pathlib import Path
 from typing import Any
 
 from lark import Lark, Token, Transformer
@@ -404,7 +412,10 @@ class _Builder(Transformer[Token, Any]):
 @cache
 def _parser() -> Lark:
     """celpy's grammar with celpy's parser options, keeping every token's position."""
-    grammar = resources.files("celpy").joinpath("cel.lark").read_text(encoding="utf-8")
+    # Read next to celpy's modules without importing celpy (its evaluator is not needed here).
+    spec = find_spec("celpy")
+    assert spec is not None and spec.origin is not None, "cel-python is a dependency"
+    grammar = Path(spec.origin).with_name("cel.lark").read_text(encoding="utf-8")
     return Lark(
         grammar,
         parser="lalr",
