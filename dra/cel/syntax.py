@@ -30,8 +30,9 @@ builds the nodes as it reduces (no parse tree). Three things differ from
 
 What celpy's grammar reads differently from cel-go's, all of it invalid in Kubernetes either
 way (cel-expr-python reports the error): ``1.`` is a double here, so ``1.size()`` does not
-parse; reserved words (``as``, ``let``, ...) parse as identifiers; backtick-escaped field
-names (an opt-in of cel-go that Kubernetes' environment does not enable) do not parse.
+parse; reserved words (``as``, ``let``, ...) parse as identifiers; ``x invalid`` reads as
+``x in valid``; backtick-escaped field names (an opt-in of cel-go that Kubernetes' environment
+does not enable) do not parse.
 """
 
 from __future__ import annotations
