@@ -2,6 +2,7 @@
 their positions, the nesting limit, and inputs built to exhaust the parser."""
 
 import sys
+from contextlib import contextmanager
 
 import pytest
 
@@ -223,24 +224,17 @@ TEN_KIB = 10 * 1024
         "a?b:" * (TEN_KIB // 4) + "c",
     ],
 )
-def test_a_10_kib_nested_selector_is_a_nesting_error_never_a_recursion_error(expression):
+def test_a_10_kib_nested_selector_is_a_nesting_error_never_a_recursion_error(
+    expression, shallow_stack
+):
     # A parser that recursed once per level would need thousands of frames here.
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(_frames() + 100)
-    try:
-        with pytest.raises(CelNestingError):
-            parse(expression)
-    finally:
-        sys.setrecursionlimit(limit)
+    with shallow_stack, pytest.raises(CelNestingError):
+        parse(expression)
 
 
-def test_a_10_kib_flat_selector_parses_without_deep_recursion():
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(_frames() + 100)
-    try:
+def test_a_10_kib_flat_selector_parses_without_deep_recursion(shallow_stack):
+    with shallow_stack:
         tree = parse(" || ".join(["x && y"] * (TEN_KIB // 10)))
-    finally:
-        sys.setrecursionlimit(limit)
     assert isinstance(tree, Operator)
     assert tree.operator == "||"
 
@@ -257,8 +251,21 @@ def test_brackets_inside_strings_and_comments_are_not_nesting():
     assert _shape(parse(text)) == "==@103(string '" + "(" * 100 + "'@0:102, x@106:107)@0:107"
 
 
-def _frames():
-    frame, count = sys._getframe(), 0
-    while frame is not None:
-        frame, count = frame.f_back, count + 1
-    return count
+@pytest.fixture
+def shallow_stack():
+    """A context in which only 100 more Python frames fit than the caller's."""
+    parse("x")  # the grammar is loaded once per process, outside the limit
+
+    @contextmanager
+    def limited():
+        frame, frames = sys._getframe(), 0
+        while frame is not None:
+            frame, frames = frame.f_back, frames + 1
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(frames + 100)
+        try:
+            yield
+        finally:
+            sys.setrecursionlimit(limit)
+
+    return limited()
