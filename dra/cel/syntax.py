@@ -1,17 +1,52 @@
-"""A small CEL parser that keeps source positions, for static analysis of DRA selectors.
+"""CEL syntax trees with source positions, for static analysis of DRA selectors.
 
-It produces just enough of an AST to answer two questions about an expression without
-evaluating it: which parts of ``device`` it reads (so results can be cached per distinct value
-tuple) and where ``device.attributes[...]`` / ``device.capacity[...]`` lookups are (so they can
-be given Kubernetes' "unknown domain is an empty map" behaviour). Evaluation itself is done by
-cel-expr-python in :mod:`dra.cel`; when this parser cannot parse something the
-caller falls back to conservative behaviour, it never decides validity.
+The trees answer two questions about an expression without evaluating it: which parts of
+``device`` it reads (so results can be cached per distinct value tuple) and where
+``device.attributes[...]`` / ``device.capacity[...]`` lookups are (so they can be given
+Kubernetes' "unknown domain is an empty map" behaviour). Evaluation itself is done by
+cel-expr-python in :mod:`dra.cel`; when an expression cannot be parsed here the caller falls
+back to conservative behaviour, this module never decides validity.
+
+Parsing is celpy's: its Lark grammar (``celpy/cel.lark``) with celpy's parser options, run by
+Lark's LALR parser, which keeps its own stack (no Python recursion per nesting level) and here
+builds the nodes as it reduces (no parse tree). Three things differ from
+``celpy.celparser.CELParser``, each for a reason:
+
+- Every token is kept (``keep_all_tokens``) and ``true``/``false`` keep their positions
+  (celpy's lexer callback makes new tokens without them), so every node's span and the
+  positions of its ``.``, ``[`` and operator come from tokens.
+- Before Lark sees the text, :func:`_prepare` rewrites it without moving any character:
+  string literals become ``"____"`` placeholders of the same length (celpy's string
+  terminals backtrack exponentially on an unterminated string with escapes, ~0.6 s at 20
+  escapes, doubling with each more; values are decoded from the original text), comments
+  become spaces, and the two constructs of cel-go's grammar that celpy's lacks become
+  spaces: the ``?`` of optional syntax (``a.?b``, ``a[?k]``, ``[?x]``, ``{?k: v}``), noted
+  so that selects and indexes keep their ``optional`` flag, and a trailing ``,`` before
+  ``]`` or ``}``.
+- Nesting is counted while Lark reads the tokens: more than :data:`MAX_NESTING` open
+  brackets stop it at once with :class:`CelNestingError`; any other tree deeper than the
+  limit (runs of unary operators, selects, ternaries) is refused by the iterative walk that
+  completes it (:func:`_complete`).
+
+What celpy's grammar reads differently from cel-go's, all of it invalid in Kubernetes either
+way (cel-expr-python reports the error): ``1.`` is a double here, so ``1.size()`` does not
+parse; reserved words (``as``, ``let``, ...) parse as identifiers; ``x invalid`` reads as
+``x in valid``; backtick-escaped field names (an opt-in of cel-go that Kubernetes' environment
+does not enable) do not parse.
 """
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
+from functools import cache
+from importlib.util import find_spec
+from pathlib import Path
 from typing import Any
+
+from lark import Lark, Token, Transformer
+from lark.exceptions import LarkError, UnexpectedToken
 
 __all__ = [
     "MAX_NESTING",
@@ -35,14 +70,21 @@ MAX_NESTING = 50
 
 
 class CelSyntaxError(ValueError):
-    """This parser could not parse the expression (cel-expr-python will report the real error)."""
+    """The expression could not be parsed here (cel-expr-python will report the real error).
+
+    ``position`` is the offset in the expression where parsing stopped, when known.
+    """
+
+    def __init__(self, message: str, position: int | None = None) -> None:
+        super().__init__(message if position is None else f"{message} at {position}")
+        self.position = position
 
 
 class CelNestingError(CelSyntaxError):
     """The expression nests deeper than :data:`MAX_NESTING` (a compile error of its own).
 
-    The parser and every walk over its tree recurse once per level, so the depth is bounded
-    before anything recurses on it; cel-cpp itself stops at 32 levels.
+    Every walk over a tree recurses once per level, so the depth is bounded before anything
+    recurses on it; cel-cpp itself stops at 32 levels.
     """
 
     def __init__(self) -> None:
@@ -103,26 +145,70 @@ class Operator(Node):
     position: int = 0
 
 
-_PUNCTUATION = (
-    "&&", "||", "==", "!=", "<=", ">=", "<", ">", "!", "-", "+", "*", "/", "%",
-    ".", ",", "(", ")", "[", "]", "{", "}", "?", ":",
-)  # fmt: skip
+# Escapes of CEL string literals (cel-spec langdef). celpy's own decoder (celpy.evaluation.
+# celstr) lacks \?, \` and \X, so values are decoded here.
 _ESCAPES = {
     "a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v",
     "\\": "\\", "'": "'", '"': '"', "`": "`", "?": "?",
 }  # fmt: skip
 
+# The lexemes _prepare rewrites: CEL's string literals (cel-go's lexer: an optional b/B, an
+# optional r/R, then one of four quotings; raw ones have no escapes), written so that every
+# character can be read one way only (linear time), comments, and a quote that opens no
+# well-formed string.
+_LEXEMES = re.compile(
+    r"""(?P<raw>[bB]?[rR](?:'''(?:[^']|'(?!''))*'''|\"\"\"(?:[^"]|"(?!""))*\"\"\"
+                         |'[^'\n\r]*'|"[^"\n\r]*"))
+      | (?P<cooked>[bB]?(?:'''(?:[^'\\]|\\[\s\S]|'(?!''))*'''
+                          |\"\"\"(?:[^"\\]|\\[\s\S]|"(?!""))*\"\"\"
+                          |'(?:[^'\\\n\r]|\\.)*'|"(?:[^"\\\n\r]|\\.)*"))
+      | (?P<comment>//[^\n]*)
+      | (?P<quote>['"])""",
+    re.VERBOSE,
+)
+_NEEDS_PREPARING = re.compile(r"""['"/?]|,[\t\n\f\r ]*[\]}]""")
+_OPTIONAL_MARK = re.compile(r"(?<=[.\[{,])([\t\n\f\r ]*)\?")
+_TRAILING_COMMA = re.compile(r"(?<![\[{,\t\n\f\r ])([\t\n\f\r ]*),(?=[\t\n\f\r ]*[\]}])")
 
-@dataclass(slots=True)
-class _Token:
-    kind: str  # "ident", "int", "uint", "double", "string", "bytes", "eof" or the punctuation
-    text: str
-    start: int
-    end: int
-    value: Any = None
+_OPENING = frozenset({"LPAR", "LSQB", "LBRACE"})
+_CLOSING = frozenset({"RPAR", "RSQB", "RBRACE"})
+
+
+def _literal_words(token: Token) -> Token:
+    """celpy's ``ambiguous_literals``, keeping the token's position."""
+    if token.value in ("true", "false"):
+        return Token.new_borrow_pos("BOOL_LIT", token.value, token)
+    return token
+
+
+def _prepare(text: str) -> tuple[str, list[int]]:
+    """The text Lark parses, of the same length, and the positions of optional-syntax ``?``."""
+    if not _NEEDS_PREPARING.search(text):
+        return text, []
+    pieces: list[str] = []
+    last = 0
+    for match in _LEXEMES.finditer(text):
+        start, end = match.span()
+        if match.lastgroup == "quote":
+            raise CelSyntaxError("unterminated string", start)
+        if match.lastgroup == "comment":
+            replacement = " " * (end - start)
+        else:
+            prefix = text[start:end].split("'")[0].split('"')[0]
+            replacement = prefix + '"' + "_" * (end - start - len(prefix) - 2) + '"'
+        pieces += (text[last:start], replacement)
+        last = end
+    pieces.append(text[last:])
+    prepared = "".join(pieces)
+    marks = [match.end() - 1 for match in _OPTIONAL_MARK.finditer(prepared)]
+    prepared = _OPTIONAL_MARK.sub(lambda match: match.group(1) + " ", prepared)
+    prepared = _TRAILING_COMMA.sub(lambda match: match.group(1) + " ", prepared)
+    return prepared, marks
 
 
 def _decode(body: str) -> str:
+    if "\\" not in body:
+        return body
     result = []
     index = 0
     while index < len(body):
@@ -148,296 +234,252 @@ def _decode(body: str) -> str:
             result.append(chr(int(body[index + 1 : index + 4], 8)))
             index += 4
         else:
-            raise CelSyntaxError(f"invalid escape at {index}")
+            raise ValueError(f"invalid escape {body[index : index + 2]!r}")
     return "".join(result)
 
 
-def _string_token(text: str, start: int, prefix_end: int, prefix: str) -> _Token:
-    raw = "r" in prefix.lower()
-    quote = text[prefix_end : prefix_end + 3]
-    if quote not in ('"""', "'''"):
-        quote = text[prefix_end]
-    index = prefix_end + len(quote)
-    while True:
-        if index >= len(text):
-            raise CelSyntaxError("unterminated string")
-        if text.startswith(quote, index):
-            break
-        if text[index] == "\\" and not raw:
-            index += 2
-            continue
-        if len(quote) == 1 and text[index] == "\n":
-            raise CelSyntaxError("newline in string")
-        index += 1
-    body = text[prefix_end + len(quote) : index]
-    end = index + len(quote)
-    value = body if raw else _decode(body)
-    kind = "bytes" if "b" in prefix.lower() else "string"
-    return _Token(kind, text[start:end], start, end, value)
+def _string_value(literal: str) -> str:
+    """The value of a string or bytes literal's source text (bytes as text, like strings)."""
+    prefix = len(literal) - len(literal.lstrip("bBrR"))
+    quote = 3 if literal[prefix : prefix + 3] in ('"""', "'''") else 1
+    body = literal[prefix + quote : len(literal) - quote]
+    return body if "r" in literal[:prefix].lower() else _decode(body)
 
 
-def _tokens(text: str) -> list[_Token]:
-    tokens: list[_Token] = []
-    index = 0
-    length = len(text)
-    while index < length:
-        character = text[index]
-        if character in " \t\n\r\f":
-            index += 1
-            continue
-        if text.startswith("//", index):
-            newline = text.find("\n", index)
-            index = length if newline < 0 else newline
-            continue
-        start = index
-        if character.isalpha() or character == "_":
-            while index < length and (text[index].isalnum() or text[index] == "_"):
-                index += 1
-            word = text[start:index]
-            if index < length and text[index] in "'\"" and word.lower() in ("r", "b", "rb", "br"):
-                token = _string_token(text, start, index, word)
-                tokens.append(token)
-                index = token.end
-                continue
-            tokens.append(_Token("ident", word, start, index))
-            continue
-        if character in "'\"":
-            token = _string_token(text, start, index, "")
-            tokens.append(token)
-            index = token.end
-            continue
-        previous_is_operand = bool(tokens) and tokens[-1].kind in (
-            "ident", "int", "uint", "double", "string", "bytes", ")", "]", "}",
-        )  # fmt: skip
-        starts_number = character.isdigit() or (
-            character == "." and index + 1 < length and text[index + 1].isdigit()
-            and not previous_is_operand
-        )  # fmt: skip
-        if starts_number:
-            tokens.append(_number(text, index))
-            index = tokens[-1].end
-            continue
-        for punctuation in _PUNCTUATION:
-            if text.startswith(punctuation, index):
-                tokens.append(_Token(punctuation, punctuation, index, index + len(punctuation)))
-                index += len(punctuation)
-                break
-        else:
-            raise CelSyntaxError(f"unexpected character {character!r} at {index}")
-    tokens.append(_Token("eof", "", length, length))
-    return tokens
+def _literal(token: Token) -> Node:
+    """A literal without its value (filled in by :func:`_complete` from the original text)."""
+    start, end = _position(token), _end(token)
+    kind = _LITERAL_KINDS[token.type]
+    if kind in ("int", "uint", "double") and token.startswith("-"):
+        # celpy's grammar folds a leading minus into the number; cel-go's has unary minus.
+        return Operator(start, end, "-", [Literal(start + 1, end, kind)], start)
+    return Literal(start, end, kind)
 
 
-def _number(text: str, start: int) -> _Token:
-    index = start
-    length = len(text)
-    if text.startswith(("0x", "0X"), index):
-        index += 2
-        while index < length and text[index] in "0123456789abcdefABCDEF":
-            index += 1
-        value = int(text[start + 2 : index], 16)
-        if index < length and text[index] in "uU":
-            return _Token("uint", text[start : index + 1], start, index + 1, value)
-        return _Token("int", text[start:index], start, index, value)
-    while index < length and text[index].isdigit():
-        index += 1
-    is_double = False
-    if index < length - 1 and text[index] == "." and text[index + 1].isdigit():
-        is_double = True
-        index += 1
-        while index < length and text[index].isdigit():
-            index += 1
-    if index < length and text[index] in "eE":
-        probe = index + 1
-        if probe < length and text[probe] in "+-":
-            probe += 1
-        if probe < length and text[probe].isdigit():
-            is_double = True
-            index = probe
-            while index < length and text[index].isdigit():
-                index += 1
-    if is_double:
-        return _Token("double", text[start:index], start, index, float(text[start:index]))
-    if index < length and text[index] in "uU":
-        return _Token("uint", text[start : index + 1], start, index + 1, int(text[start:index]))
-    return _Token("int", text[start:index], start, index, int(text[start:index]))
+_LITERAL_KINDS = {
+    "INT_LIT": "int", "UINT_LIT": "uint", "FLOAT_LIT": "double", "STRING_LIT": "string",
+    "MLSTRING_LIT": "string", "BYTES_LIT": "bytes", "BOOL_LIT": "bool", "NULL_LIT": "null",
+}  # fmt: skip
 
 
-class _Parser:
-    def __init__(self, text: str) -> None:
-        self.tokens = _tokens(text)
-        self.position = 0
-        self.depth = 0
-
-    @property
-    def current(self) -> _Token:
-        return self.tokens[self.position]
-
-    def accept(self, kind: str) -> _Token | None:
-        token = self.tokens[self.position]
-        if token.kind == kind:
-            self.position += 1
-            return token
+def _value(kind: str, source: str) -> Any:
+    """The value of a literal's source text (bytes as text, like strings)."""
+    if kind in ("int", "uint"):
+        digits = source.rstrip("uU")
+        return int(digits[2:], 16) if digits.startswith("0x") else int(digits)
+    if kind == "double":
+        return float(source)
+    if kind == "bool":
+        return source == "true"
+    if kind == "null":
         return None
+    return _string_value(source)
 
-    def expect(self, kind: str) -> _Token:
-        token = self.accept(kind)
-        if token is None:
-            raise CelSyntaxError(f"expected {kind!r} at {self.current.start}")
-        return token
 
-    def expression(self) -> Node:
-        self.depth += 1
-        if self.depth > MAX_NESTING:
-            raise CelNestingError
-        try:
-            return self.conditional()
-        finally:
-            self.depth -= 1
+@dataclass(slots=True)
+class _Chain:
+    """Operands of one run of ``&&`` or ``||``, balanced once the run is complete."""
 
-    def conditional(self) -> Node:
-        condition = self.binary(0)
-        if self.current.kind == "?":
-            position = self.current.start
-            self.position += 1
-            when_true = self.binary(0)
-            self.expect(":")
-            when_false = self.expression()
-            return Operator(
-                condition.start, when_false.end, "?:", [condition, when_true, when_false], position
-            )
-        return condition
+    operator: str
+    operands: list[Node]
+    positions: list[int]
 
-    _LEVELS = (
-        ("||",),
-        ("&&",),
-        ("<", "<=", ">", ">=", "==", "!=", "in"),
-        ("+", "-"),
-        ("*", "/", "%"),
+    def node(self) -> Node:
+        return _balanced(self.operands, self.positions, self.operator)
+
+
+def _node(value: Node | _Chain) -> Node:
+    return value.node() if isinstance(value, _Chain) else value
+
+
+def _position(token: Token) -> int:
+    assert token.start_pos is not None
+    return token.start_pos
+
+
+def _end(token: Token) -> int:
+    assert token.end_pos is not None
+    return token.end_pos
+
+
+class _Builder(Transformer[Token, Any]):
+    """Builds the :class:`Node` of each rule of celpy's grammar from its children's.
+
+    Lark calls these as its LALR parser reduces, so no parse tree is built and nothing
+    recurses. They see the prepared text only: literal values and optional flags are set by
+    :func:`_complete`.
+    """
+
+    def expr(self, values: list[Any]) -> Node:
+        if len(values) == 1:
+            return _node(values[0])
+        condition, question, when_true, _, when_false = values
+        return Operator(
+            condition.start, when_false.end, "?:", [_node(condition), _node(when_true), when_false],
+            _position(question),
+        )  # fmt: skip
+
+    def conditionalor(self, values: list[Any]) -> Node | _Chain:
+        return self.chain("||", values)
+
+    def conditionaland(self, values: list[Any]) -> Node | _Chain:
+        return self.chain("&&", values)
+
+    def chain(self, operator: str, values: list[Any]) -> Node | _Chain:
+        if len(values) == 1:
+            return values[0]  # type: ignore[no-any-return]
+        left, token, right = values
+        if not (isinstance(left, _Chain) and left.operator == operator):
+            left = _Chain(operator, [_node(left)], [])
+        left.operands.append(_node(right))
+        left.positions.append(_position(token))
+        return left
+
+    def binary(self, values: list[Any]) -> Node:
+        if len(values) == 1:
+            return values[0]  # type: ignore[no-any-return]
+        (left, token), right = values
+        return Operator(left.start, right.end, str(token), [left, right], _position(token))
+
+    relation = addition = multiplication = binary
+
+    def operator(self, values: list[Any]) -> tuple[Node, Token]:
+        return values[0], values[1]
+
+    relation_lt = relation_le = relation_gt = relation_ge = operator
+    relation_eq = relation_ne = relation_in = operator
+    addition_add = addition_sub = operator
+    multiplication_mul = multiplication_div = multiplication_mod = operator
+
+    def unary(self, values: list[Any]) -> Node:
+        if len(values) == 1:
+            return values[0]  # type: ignore[no-any-return]
+        token, operand = values
+        return Operator(_position(token), operand.end, str(token), [operand], _position(token))
+
+    def only(self, values: list[Any]) -> Any:
+        return values[0]
+
+    unary_not = unary_neg = member = primary = only
+
+    def literal(self, values: list[Any]) -> Node:
+        return _literal(values[0])
+
+    def exprlist(self, values: list[Any]) -> list[Node]:
+        return [value for value in values if isinstance(value, Node)]
+
+    fieldinits = mapinits = exprlist
+
+    def member_dot(self, values: list[Any]) -> Node:
+        operand, dot, name = values
+        return Select(operand.start, _end(name), operand, str(name), _position(dot))
+
+    def member_dot_arg(self, values: list[Any]) -> Node:
+        operand, name = values[0], values[2]
+        args = values[4] if len(values) == 6 else []
+        return Call(operand.start, _end(values[-1]), operand, str(name), args)
+
+    def member_index(self, values: list[Any]) -> Node:
+        operand, bracket, key, closing = values
+        return Index(operand.start, _end(closing), operand, key, _position(bracket))
+
+    def member_object(self, values: list[Any]) -> Node:
+        fields = values[2] if len(values) == 4 else []
+        return Aggregate(values[0].start, _end(values[-1]), fields)
+
+    def ident_arg(self, values: list[Any]) -> Node:
+        name = values[1] if values[0].type == "DOT" else values[0]
+        args = values[-2] if isinstance(values[-2], list) else []
+        return Call(_position(values[0]), _end(values[-1]), None, str(name), args)
+
+    dot_ident_arg = ident_arg
+
+    def ident(self, values: list[Any]) -> Node:
+        return Ident(_position(values[0]), _end(values[-1]), str(values[-1]))
+
+    dot_ident = ident
+
+    def paren_expr(self, values: list[Any]) -> Node:
+        opening, inner, closing = values
+        return Operator(_position(opening), _end(closing), "()", [inner], _position(opening))
+
+    def list_lit(self, values: list[Any]) -> Node:
+        elements = values[1] if len(values) == 3 else []
+        return Aggregate(_position(values[0]), _end(values[-1]), elements)
+
+    map_lit = list_lit
+
+
+@cache
+def _parser() -> Lark:
+    """celpy's grammar with celpy's parser options, keeping every token's position."""
+    # Read next to celpy's modules without importing celpy (its evaluator is not needed here).
+    spec = find_spec("celpy")
+    assert spec is not None and spec.origin is not None, "cel-python is a dependency"
+    grammar = Path(spec.origin).with_name("cel.lark").read_text(encoding="utf-8")
+    return Lark(
+        grammar,
+        parser="lalr",
+        start="expr",
+        g_regex_flags=re.M,
+        lexer_callbacks={"IDENT": _literal_words},
+        maybe_placeholders=False,
+        priority="invert",
+        keep_all_tokens=True,
+        transformer=_Builder(),
     )
 
-    def binary(self, level: int) -> Node:
-        if level == len(self._LEVELS):
-            return self.unary()
-        left = self.binary(level + 1)
-        if self._LEVELS[level][0] in ("||", "&&"):
-            return self.logical(left, self._LEVELS[level][0], level)
-        while True:
-            token = self.current
-            kind = "in" if token.kind == "ident" and token.text == "in" else token.kind
-            if kind not in self._LEVELS[level]:
-                return left
-            self.position += 1
-            right = self.binary(level + 1)
-            left = Operator(left.start, right.end, kind, [left, right], token.start)
 
-    def logical(self, first: Node, kind: str, level: int) -> Node:
-        """A chain of ``&&`` or ``||``, as a balanced tree (as cel-go and cel-cpp build it)."""
-        operands = [first]
-        positions = []
-        while self.current.kind == kind:
-            positions.append(self.current.start)
-            self.position += 1
-            operands.append(self.binary(level + 1))
-        return _balanced(operands, positions, kind)
+def _build(prepared: str) -> Node:
+    """The tree of the prepared text, stopping at the first bracket nested too deep."""
+    interactive = _parser().parse_interactive(prepared)
+    level = 0
+    try:
+        for token in interactive.iter_parse():
+            if token.type in _OPENING:
+                level += 1
+                if level > MAX_NESTING:
+                    raise CelNestingError
+            elif token.type in _CLOSING:
+                level -= 1
+        node: Node = interactive.resume_parse()  # type: ignore[no-untyped-call]
+    except UnexpectedToken as error:
+        at_end = error.token.type == "$END"
+        raise CelSyntaxError(
+            "syntax error", len(prepared) if at_end else error.pos_in_stream
+        ) from None
+    except LarkError as error:
+        raise CelSyntaxError("syntax error", getattr(error, "pos_in_stream", None)) from None
+    return node
 
-    def unary(self) -> Node:
-        operators = []
-        while self.current.kind in ("!", "-"):
-            operators.append(self.current)
-            self.position += 1
-        node = self.member()
-        for token in reversed(operators):
-            node = Operator(token.start, node.end, token.kind, [node], token.start)
-        return node
 
-    def member(self) -> Node:
-        node = self.primary()
-        while True:
-            token = self.current
-            if token.kind == ".":
-                self.position += 1
-                optional = self.accept("?") is not None
-                name = self.expect("ident")
-                if not optional and self.current.kind == "(":
-                    args, end = self.arguments()
-                    node = Call(node.start, end, node, name.text, args)
-                else:
-                    node = Select(node.start, name.end, node, name.text, token.start, optional)
-            elif token.kind == "[":
-                self.position += 1
-                optional = self.accept("?") is not None
-                key = self.expression()
-                end = self.expect("]").end
-                node = Index(node.start, end, node, key, token.start, optional)
-            elif token.kind == "{" and isinstance(node, Ident | Select):
-                children, end = self.entries("}", fields=True)
-                node = Aggregate(node.start, end, children)
-            else:
-                return node
+def _complete(root: Node, text: str, marks: list[int]) -> None:
+    """Check the depth, and set what only the original text tells: literal values and the
+    ``optional`` flags of selects and indexes whose ``?`` :func:`_prepare` removed."""
 
-    def arguments(self) -> tuple[list[Node], int]:
-        self.expect("(")
-        args: list[Node] = []
-        if self.current.kind != ")":
-            args.append(self.expression())
-            while self.accept(","):
-                args.append(self.expression())
-        return args, self.expect(")").end
+    def marked(start: int, end: int) -> bool:
+        index = bisect_left(marks, start)
+        return index < len(marks) and marks[index] < end
 
-    def entries(self, closing: str, fields: bool) -> tuple[list[Node], int]:
-        self.position += 1
-        children: list[Node] = []
-        while self.current.kind != closing:
-            self.accept("?")
-            if fields:
-                self.expect("ident")
-            else:
-                children.append(self.expression())
-            self.expect(":")
-            children.append(self.expression())
-            if not self.accept(","):
-                break
-        return children, self.expect(closing).end
-
-    def primary(self) -> Node:
-        token = self.current
-        self.position += 1
-        if token.kind == "ident":
-            if token.text in ("true", "false"):
-                return Literal(token.start, token.end, "bool", token.text == "true")
-            if token.text == "null":
-                return Literal(token.start, token.end, "null", None)
-            if self.current.kind == "(":
-                args, end = self.arguments()
-                return Call(token.start, end, None, token.text, args)
-            return Ident(token.start, token.end, token.text)
-        if token.kind == "." and self.current.kind == "ident":
-            name = self.expect("ident")
-            if self.current.kind == "(":
-                args, end = self.arguments()
-                return Call(token.start, end, None, name.text, args)
-            return Ident(token.start, name.end, name.text)
-        if token.kind in ("int", "uint", "double", "string", "bytes"):
-            return Literal(token.start, token.end, token.kind, token.value)
-        if token.kind == "(":
-            inner = self.expression()
-            end = self.expect(")").end
-            inner_copy = inner
-            return Operator(token.start, end, "()", [inner_copy], token.start)
-        if token.kind == "[":
-            children: list[Node] = []
-            while self.current.kind != "]":
-                self.accept("?")
-                children.append(self.expression())
-                if not self.accept(","):
-                    break
-            return Aggregate(token.start, self.expect("]").end, children)
-        if token.kind == "{":
-            self.position -= 1
-            children, end = self.entries("}", fields=False)
-            return Aggregate(token.start, end, children)
-        raise CelSyntaxError(f"unexpected {token.kind!r} at {token.start}")
+    stack = [(root, 1)]
+    while stack:
+        node, level = stack.pop()
+        if level > MAX_NESTING:
+            raise CelNestingError
+        if isinstance(node, Literal):
+            try:
+                node.value = _value(node.kind, text[node.start : node.end])
+            except ValueError as error:  # a bad escape, a number too long
+                raise CelSyntaxError(str(error), node.start) from None
+        elif marks and isinstance(node, Select) and node.operand is not None:
+            node.optional = marked(node.dot, node.end)
+        elif marks and isinstance(node, Index) and node.key is not None:
+            node.optional = marked(node.bracket, node.key.start)
+        elif marks and isinstance(node, Call) and node.target is not None:
+            end = node.args[0].start if node.args else node.end
+            if marked(node.target.end, end):
+                raise CelSyntaxError("an optional selection cannot be called", node.target.end)
+        stack.extend((child, level + 1) for child in children(node))
 
 
 def _balanced(operands: list[Node], positions: list[int], kind: str) -> Node:
@@ -476,12 +518,12 @@ def depth(root: Node) -> int:
 
 
 def parse(text: str) -> Node:
-    """Parse a CEL expression; raises :class:`CelSyntaxError` if this parser cannot, and
-    :class:`CelNestingError` if the tree is deeper than :data:`MAX_NESTING`."""
-    parser = _Parser(text)
-    node = parser.expression()
-    if parser.current.kind != "eof":
-        raise CelSyntaxError(f"unexpected {parser.current.kind!r} at {parser.current.start}")
-    if depth(node) > MAX_NESTING:
-        raise CelNestingError
+    """Parse a CEL expression; raises :class:`CelSyntaxError` if it cannot be parsed here, and
+    :class:`CelNestingError` if the tree is deeper than :data:`MAX_NESTING`.
+
+    Neither Lark's LALR parser nor anything here recurses on the input's depth.
+    """
+    prepared, marks = _prepare(text)
+    node = _build(prepared)
+    _complete(node, text, marks)
     return node
