@@ -53,6 +53,8 @@ from dra.cel.goparse import (
 from dra.cel.syntax import Call, Ident, Node, Select, children
 
 __all__ = [
+    "CHECKED_SIGNATURES",
+    "EVALUATED_SIGNATURES",
     "RESERVED",
     "SIGNATURES",
     "STRING_ALIAS",
