@@ -160,6 +160,14 @@ ATTRIBUTE_VALUES = [
     f'url({A}.endpoint).getQuery()["id"] == ["3", "4"]',
     f'has({A}.addr) && ip({A}.addr) == ip("10.1.2.3")',
     f'{A}.cores == 3 && ip("1.2.3.4").family() == 4',
+    # string()/type() of other values keep working next to the network functions
+    f'string({A}.cores) == "3" && type({A}.cores) == int && string(ip({A}.addr)) == "10.1.2.3"',
+    f"type({A}.addr) == string && type({A}) == map && isIP({A}.addr)",
+    '[ip("1.2.3.4"), ip("::1")].map(a, string(a)) == ["1.2.3.4", "::1"]',
+    '[cidr("10.0.0.0/8"), cidr("::/0")].all(c, type(c) == net.CIDR && type(c.ip()) == net.IP)',
+    'string(ip("1.2.3.4")) + "/32" == string(cidr("1.2.3.4/32"))',
+    '[string(ip("1.2.3.4")), string(ip("1.2.3.5"))].max() == "1.2.3.5"',
+    'string(string(ip("::2"))) == "::2"',
 ]
 
 
