@@ -24,9 +24,11 @@ same-length alias declared with the standard overloads plus ``net.IP``/``net.CID
 what ``net.IP``/``net.CIDR`` evaluate to) and the identifiers ``net.IP``/``net.CIDR``.
 
 Parsing is Go's (:mod:`dra.cel.goparse`). A bad literal, ``ip("x")``, is a runtime error as
-upstream (its base environment has no validator for these literals). Costs: parsing charges
+upstream (its base environment has no validator for these literals); a valid constant
+``ip("…")``/``cidr("…")`` is folded into its value in the evaluated text. Costs: parsing charges
 ``ceil(0.1 · len)`` like upstream's ``CallCost`` (``ip.isCanonical`` twice that, ``containsIP``
-/ ``containsCIDR`` by the prefix's byte length); accessors cost nothing beyond the call.
+/ ``containsCIDR`` by the prefix's byte length; a folded constant is not charged, upstream
+charges it ``ceil(0.1 · len)``); accessors cost nothing beyond the call.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from dra.cel.goparse import (
     parse_query,
     parse_url,
 )
-from dra.cel.syntax import Call, Ident, Node, Select, children
+from dra.cel.syntax import Call, Ident, Literal, Node, Select, children
 
 __all__ = [
     "CHECKED_SIGNATURES",
@@ -362,6 +364,27 @@ def uses_network(text: str) -> bool:
     return _NETWORK_NAME.search(text) is not None
 
 
+def _folded_constant(node: Node) -> str | None:
+    """The map literal a valid constant ``ip("…")``/``cidr("…")`` evaluates to (saves a call
+    per evaluation; an invalid literal keeps its runtime error)."""
+    if not (
+        isinstance(node, Call)
+        and node.target is None
+        and node.function in ("ip", "cidr")
+        and len(node.args) == 1
+        and isinstance(node.args[0], Literal)
+        and node.args[0].kind == "string"
+    ):
+        return None
+    text = str(node.args[0].value)
+    try:
+        value = _ip_value(_address(text)) if node.function == "ip" else _cidr_value(_prefix(text))
+    except CelRuntimeError:
+        return None
+    ((kind, canonical),) = value.items()
+    return f'{{"{kind}": "{canonical}"}}'  # canonical texts are [0-9a-f:./] only
+
+
 def network_edits(text: str, tree: Node) -> tuple[list[Edit], list[Edit]]:
     """(edits of the checked text, edits of the evaluated text) — see the module doc.
 
@@ -387,6 +410,10 @@ def network_edits(text: str, tree: Node) -> tuple[list[Edit], list[Edit]]:
             and node.field in _TYPE_IDENTIFIERS
         ):
             evaluated.append((node.start, node.end, f'dyn("{_TYPE_IDENTIFIERS[node.field]}")', 0))
+            continue
+        folded = _folded_constant(node)
+        if folded is not None:
+            evaluated.append((node.start, node.end, folded, 0))
             continue
         if not (
             constructs
