@@ -23,9 +23,10 @@ same-length alias declared with the standard overloads plus ``net.IP``/``net.CID
 ``type(x)`` (a network value's type is represented by its type name as a string, which is
 what ``net.IP``/``net.CIDR`` evaluate to) and the identifiers ``net.IP``/``net.CIDR``.
 
-Parsing is Go's (:mod:`dra.cel.goparse`). A bad literal, ``ip("x")``, is a runtime error as
-upstream (its base environment has no validator for these literals); a valid constant
-``ip("…")``/``cidr("…")`` is folded into its value in the evaluated text. Costs: parsing charges
+Parsing is Go's (:mod:`dra.cel.goaddr`, :mod:`dra.cel.gourl`). A bad literal, ``ip("x")``,
+is a runtime error as upstream (its base environment has no validator for these literals); a
+valid constant ``ip("…")``/``cidr("…")`` is folded into its value in the evaluated text.
+Costs: parsing charges
 ``ceil(0.1 · len)`` like upstream's ``CallCost`` (``ip.isCanonical`` twice that, ``containsIP``
 / ``containsCIDR`` by the prefix's byte length; a folded constant is not charged, upstream
 charges it ``ceil(0.1 · len)``); accessors cost nothing beyond the call.
@@ -41,17 +42,8 @@ from typing import Any
 
 from dra.cel.costs import Edit, charge
 from dra.cel.errors import CelRuntimeError
-from dra.cel.goparse import (
-    URL,
-    Address,
-    GoParseError,
-    Prefix,
-    go_quote,
-    parse_address,
-    parse_prefix,
-    parse_query,
-    parse_url,
-)
+from dra.cel.goaddr import Address, GoParseError, Prefix, go_quote, parse_address, parse_prefix
+from dra.cel.gourl import URL, parse_query, parse_url
 from dra.cel.syntax import Call, Ident, Literal, Node, Select, children
 
 __all__ = [
