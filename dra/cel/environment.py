@@ -12,7 +12,7 @@ from typing import Any
 import re2  # type: ignore[import-untyped]  # RE2: Go's regexp semantics, linear time
 from cel_expr_python import cel
 
-from dra.cel import lists
+from dra.cel import lists, network
 from dra.cel.costs import INTERNAL_FUNCTIONS
 from dra.cel.errors import CelRuntimeError
 from dra.quantity import Quantity, QuantityError, parse_quantity
@@ -376,6 +376,7 @@ def _environment(internal: bool) -> Any:
         ),
     ]
     functions.extend(_list_functions(overload, internal))
+    functions.extend(_network_functions(overload, internal))
     if internal:
         functions.extend(_internal_functions(overload))
     config = cel.NewEnvConfigFromYaml(
@@ -393,6 +394,8 @@ def _environment(internal: bool) -> Any:
         "device_allowMultipleAllocations": types.BOOL,
         "device": types.Map(types.STRING, types.DYN),
     }
+    if not internal:  # the evaluated text spells them as strings (dra.cel.network)
+        variables.update(dict.fromkeys(network.TYPE_VARIABLES, types.DYN))
     return cel.NewEnv(config=config, variables=variables, functions=functions)
 
 
@@ -504,6 +507,43 @@ def _list_functions(overload: Callable[..., Any], internal: bool) -> list[Any]:
             )
         )
     return functions
+
+
+def _network_functions(overload: Callable[..., Any], internal: bool) -> list[Any]:
+    """Kubernetes' IP, CIDR and URL libraries: abstract types when checking, maps carrying a
+    canonical text when evaluating (see :mod:`dra.cel.network`)."""
+    types = cel.Type
+    symbols = {
+        "string": types.STRING,
+        "bool": types.BOOL,
+        "int": types.INT,
+        "uint": types.UINT,
+        "double": types.DOUBLE,
+        "bytes": types.BYTES,
+        "timestamp": types.TIMESTAMP,
+        "duration": types.DURATION,
+        "query": types.Map(types.STRING, types.List(types.STRING)),
+        "map": types.Map(types.DYN, types.DYN),
+    }
+    for symbol, name in network.TYPE_NAMES.items():
+        symbols[symbol] = (
+            types.Map(types.STRING, types.STRING) if internal else types.AbstractType(name)
+        )
+    signatures = network.SIGNATURES + (
+        network.EVALUATED_SIGNATURES if internal else network.CHECKED_SIGNATURES
+    )
+    by_name: dict[str, list[Any]] = {}
+    for name, identifier, parameters, result, member, implementation in signatures:
+        by_name.setdefault(name, []).append(
+            overload(
+                identifier,
+                symbols[result],
+                [symbols[parameter] for parameter in parameters],
+                member,
+                implementation if internal else None,
+            )
+        )
+    return [cel.FunctionDecl(name, overloads) for name, overloads in by_name.items()]
 
 
 def _internal_functions(overload: Callable[..., Any]) -> list[Any]:

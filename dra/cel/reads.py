@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 from dra.cel.costs import Edit, cost_edits
 from dra.cel.lists import RENAMED, list_edits
+from dra.cel.network import RESERVED as NETWORK_RESERVED
+from dra.cel.network import network_edits
 from dra.cel.syntax import (
     Aggregate,
     Call,
@@ -74,7 +76,7 @@ class UnknownFunction(ValueError):
         self.position = position
 
 
-_RESERVED = frozenset(RENAMED.values())
+_RESERVED = frozenset(RENAMED.values()) | NETWORK_RESERVED
 
 
 @dataclass(slots=True)
@@ -362,8 +364,13 @@ def analyze(
         return SelectorReads(text, text, frozenset({("all",)}), frozenset({"device"}), parsed=False)
     analyzer.visit(tree, {})
     walk = analyzer.walk
-    checked = _apply(text, _ranked(walk.renames))
+    network_checked, network_evaluated = network_edits(text, tree)
+    checked = _apply(text, _ranked(walk.renames) + network_checked)
     evaluated = _apply(
-        text, _ranked(walk.renames + walk.edits) + cost_edits(text, tree) + list_edits(text, tree)
+        text,
+        _ranked(walk.renames + walk.edits)
+        + cost_edits(text, tree)
+        + list_edits(text, tree)
+        + network_evaluated,
     )
     return SelectorReads(checked, evaluated, frozenset(walk.paths), frozenset(walk.variables))

@@ -21,6 +21,7 @@ from dra.cel.environment import (
 )
 from dra.cel.errors import CelCompileError, CelRuntimeError
 from dra.cel.lists import RENAMED
+from dra.cel.network import STRING_ALIAS, uses_network
 from dra.cel.reads import SelectorReads, UnknownDeviceField, UnknownFunction, analyze
 from dra.cel.syntax import CelNestingError
 
@@ -154,7 +155,7 @@ def _format_compile_failure(error: Exception) -> str:
         "device_capacity", "device.capacity"
     )
     text = text.replace("device_driver", "device.driver")
-    for name, alias in RENAMED.items():
+    for name, alias in (*RENAMED.items(), ("string", STRING_ALIAS)):
         text = text.replace(alias, name)
     text = text.replace("device_allowMultipleAllocations", "device.allowMultipleAllocations")
     text = text.replace("map(string, string)", "kubernetes.Quantity").replace(
@@ -282,6 +283,7 @@ def compile_selector(expression: str) -> CompiledSelector:
     # The renamed indexOf/lastIndexOf are declared with types for checking and implemented in
     # the evaluation environment only (dra.cel.lists).
     renamed = any(alias in reads.checked_text for alias in RENAMED.values())
+    renamed = renamed or uses_network(reads.checked_text)  # network values: dra.cel.network
     if reads.evaluated_text != reads.checked_text or renamed:
         try:
             program = _compile_with_cross_numeric(reads.evaluated_text, EVALUATION_ENVIRONMENT)
