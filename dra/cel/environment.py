@@ -12,7 +12,7 @@ from typing import Any
 import re2  # type: ignore[import-untyped]  # RE2: Go's regexp semantics, linear time
 from cel_expr_python import cel
 
-from dra.cel import lists
+from dra.cel import comprehensions, lists
 from dra.cel.costs import INTERNAL_FUNCTIONS
 from dra.cel.errors import CelRuntimeError
 from dra.quantity import Quantity, QuantityError, parse_quantity
@@ -378,6 +378,7 @@ def _environment(internal: bool) -> Any:
     functions.extend(_list_functions(overload, internal))
     if internal:
         functions.extend(_internal_functions(overload))
+        functions.extend(_comprehension_functions(overload))
     config = cel.NewEnvConfigFromYaml(
         "extensions:\n"
         "  - name: strings\n    version: 2\n"
@@ -415,7 +416,11 @@ def _index_declaration(alias: str) -> str:
     )
 
 
-_INDEX_DECLARATIONS = "functions:\n" + "".join(map(_index_declaration, lists.RENAMED.values()))
+_INDEX_DECLARATIONS = (
+    "functions:\n"
+    + "".join(map(_index_declaration, lists.RENAMED.values()))
+    + comprehensions.CHECKING_DECLARATIONS
+)
 
 
 def _list_functions(overload: Callable[..., Any], internal: bool) -> list[Any]:
@@ -504,6 +509,35 @@ def _list_functions(overload: Callable[..., Any], internal: bool) -> list[Any]:
             )
         )
     return functions
+
+
+def _comprehension_functions(overload: Callable[..., Any]) -> list[Any]:
+    """The map builders of the evaluated two-variable comprehensions (:mod:`dra.cel.comprehensions`;
+    the checking environment declares their typed counterparts)."""
+    types = cel.Type
+    dyn_list, dyn_map = types.List(types.DYN), types.Map(types.DYN, types.DYN)
+    return [
+        cel.FunctionDecl(
+            "dra_tmap_eval",
+            [
+                overload(
+                    "dra_tmap_eval_list", dyn_map, [dyn_list], False, comprehensions.transform_map
+                )
+            ],
+        ),
+        cel.FunctionDecl(
+            "dra_tmapentry_eval",
+            [
+                overload(
+                    "dra_tmapentry_eval_list",
+                    dyn_map,
+                    [dyn_list],
+                    False,
+                    comprehensions.transform_map_entries,
+                )
+            ],
+        ),
+    ]
 
 
 def _internal_functions(overload: Callable[..., Any]) -> list[Any]:

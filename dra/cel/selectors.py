@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from dra.cel.comprehensions import ComprehensionError, PositionMap
 from dra.cel.costs import COST_LIMIT_MESSAGE, cost_exceeded, reset_cost
 from dra.cel.devices import DeviceInput, path_getter
 from dra.cel.environment import (
@@ -163,6 +164,35 @@ def _format_compile_failure(error: Exception) -> str:
     return text.strip()
 
 
+_LOCATED = re.compile(r"ERROR: <input>:(\d+):(\d+): (.*?)\n \| [^\n]*\n \| [.]*\^", re.DOTALL)
+_RANGE = re.compile(r"found no matching overload for 'dra_range' applied to '\((.*)\)'")
+
+
+def _original_positions(message: str, expression: str, checked: str, positions: PositionMap) -> str:
+    """Point the errors of a rewritten text (two-variable comprehensions) into the original,
+    with upstream's words for a range that is neither a list nor a map."""
+
+    def relocate(match: re.Match[str]) -> str:
+        offset = positions.original(
+            _line_column_offset(checked, int(match.group(1)), int(match.group(2)))
+        )
+        line = expression.count("\n", 0, offset) + 1
+        column = offset - (expression.rfind("\n", 0, offset) + 1)
+        text = _RANGE.sub(
+            r"expression of type '\1' cannot be range of a comprehension "
+            "(must be list, map, or dynamic)",
+            match.group(3),
+        )
+        source = expression.split("\n")[line - 1]
+        return f"ERROR: <input>:{line}:{column + 1}: {text}\n | {source}\n | {'.' * column}^"
+
+    message = _LOCATED.sub(relocate, message)
+    if "cannot be range of a comprehension" in message:
+        # the rest follows from the wrong range (cel-go stops at the range)
+        return "ERROR:" + message.split("ERROR:")[1].rstrip()
+    return message
+
+
 _CROSS_NUMERIC = re.compile(
     r"<input>:(\d+):(\d+): found no matching overload for '_(<|<=|>|>=)_' applied to "
     r"'\((int|uint|double), (int|uint|double)\)'"
@@ -241,14 +271,15 @@ def compile_selector(expression: str) -> CompiledSelector:
         reads = analyze(expression, quantity_literal, semver_literal)
     except CelNestingError as error:
         return CompiledSelector(expression, None, None, _compile_error(expression, str(error)))
-    except (UnknownDeviceField, UnknownFunction) as error:
+    except (UnknownDeviceField, UnknownFunction, ComprehensionError) as error:
         line = expression.count("\n", 0, error.position) + 1
         column = error.position - (expression.rfind("\n", 0, error.position) + 1) + 1
-        problem = (
-            f"undefined field '{error.name}'"
-            if isinstance(error, UnknownDeviceField)
-            else f"undeclared reference to '{error.name}'"
-        )
+        if isinstance(error, UnknownDeviceField):
+            problem = f"undefined field '{error.name}'"
+        elif isinstance(error, UnknownFunction):
+            problem = f"undeclared reference to '{error.name}'"
+        else:
+            problem = error.message
         return CompiledSelector(
             expression,
             None,
@@ -258,9 +289,10 @@ def compile_selector(expression: str) -> CompiledSelector:
     try:
         checked = _compile_with_cross_numeric(reads.checked_text)
     except RuntimeError as error:
-        return CompiledSelector(
-            expression, reads, None, _compile_error(expression, _format_compile_failure(error))
-        )
+        message = _format_compile_failure(error)
+        if reads.positions is not None:
+            message = _original_positions(message, expression, reads.checked_text, reads.positions)
+        return CompiledSelector(expression, reads, None, _compile_error(expression, message))
     result_type = checked.return_type()
     if result_type != BOOL_TYPE and result_type != DYN_TYPE:
         name = _format_compile_failure(RuntimeError(result_type.name().lower()))
