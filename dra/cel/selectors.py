@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from dra.cel.checked import read_checked
 from dra.cel.comprehensions import ComprehensionError, PositionMap
 from dra.cel.costs import COST_LIMIT_MESSAGE, cost_exceeded, reset_cost
 from dra.cel.devices import DeviceInput, path_getter
@@ -24,6 +26,7 @@ from dra.cel.errors import CelCompileError, CelRuntimeError
 from dra.cel.lists import RENAMED
 from dra.cel.reads import SelectorReads, UnknownDeviceField, UnknownFunction, analyze
 from dra.cel.syntax import CelNestingError
+from dra.cel.validators import validate
 
 MAX_EXPRESSION_LENGTH = 10 * 1024
 _RESULT_CACHE_LIMIT = 500_000
@@ -204,17 +207,18 @@ def _line_column_offset(text: str, line: int, column: int) -> int:
     return sum(len(item) + 1 for item in lines[: line - 1]) + column - 1
 
 
-def _compile_with_cross_numeric(text: str, environment: Any = ENVIRONMENT) -> Any:
+def _compile_with_cross_numeric(text: str, environment: Any = ENVIRONMENT) -> tuple[Any, str]:
     """Compile; comparisons of int/uint/double operands are allowed as with cel-go's option.
 
     cel-cpp's checker lacks the cross-type numeric comparison overloads (its runtime has them),
-    so such a comparison is retried with both operands wrapped in ``dyn()``.
+    so such a comparison is retried with both operands wrapped in ``dyn()``. Returns the
+    compiled expression and the text that compiled.
     """
     from dra.cel.syntax import Operator, parse
 
     for _ in range(16):
         try:
-            return environment.compile(text)
+            return environment.compile(text), text
         except RuntimeError as error:
             matches = _CROSS_NUMERIC.findall(str(error))
             left, right = (matches[0][3], matches[0][4]) if matches else ("", "")
@@ -251,7 +255,38 @@ def _compile_with_cross_numeric(text: str, environment: Any = ENVIRONMENT) -> An
                 + text[first.end : second.start] + "dyn(" + text[second.start : second.end] + ")"
                 + text[second.end :]
             )  # fmt: skip
-    return environment.compile(text)
+    return environment.compile(text), text
+
+
+def _validation_failure(
+    compiled: Any, compiled_text: str, expression: str, reads: SelectorReads
+) -> str | None:
+    """cel-go's post-check validators (:mod:`dra.cel.validators`), as compile error text."""
+    errors = validate(read_checked(compiled.serialize()))
+    if not errors:
+        return None
+    # (offset in the compiled text, in the checked text, length) of their common spans: the
+    # cross-numeric retry may have wrapped operands in dyn()
+    common = [(0, 0, len(compiled_text))]
+    if compiled_text != reads.checked_text:
+        matcher = difflib.SequenceMatcher(None, reads.checked_text, compiled_text, autojunk=False)
+        common = [(b.b, b.a, b.size) for b in matcher.get_matching_blocks() if b.size]
+    lines = []
+    for error in errors:
+        offset = error.position
+        for compiled_start, checked_start, size in common:
+            if compiled_start <= offset < compiled_start + size:
+                offset = checked_start + offset - compiled_start
+                break
+        if reads.positions is not None:
+            offset = reads.positions.original(offset)
+        line = expression.count("\n", 0, offset) + 1
+        column = offset - (expression.rfind("\n", 0, offset) + 1)
+        source = expression.split("\n")[line - 1]
+        lines.append(
+            f"ERROR: <input>:{line}:{column + 1}: {error.message}\n | {source}\n | {'.' * column}^"
+        )
+    return "\n".join(lines)
 
 
 @lru_cache(maxsize=4096)
@@ -287,12 +322,15 @@ def compile_selector(expression: str) -> CompiledSelector:
             _compile_error(expression, f"ERROR: <input>:{line}:{column}: {problem}"),
         )
     try:
-        checked = _compile_with_cross_numeric(reads.checked_text)
+        checked, compiled_text = _compile_with_cross_numeric(reads.checked_text)
     except RuntimeError as error:
         message = _format_compile_failure(error)
         if reads.positions is not None:
             message = _original_positions(message, expression, reads.checked_text, reads.positions)
         return CompiledSelector(expression, reads, None, _compile_error(expression, message))
+    failure = _validation_failure(checked, compiled_text, expression, reads)
+    if failure is not None:
+        return CompiledSelector(expression, reads, None, _compile_error(expression, failure))
     result_type = checked.return_type()
     if result_type != BOOL_TYPE and result_type != DYN_TYPE:
         name = _format_compile_failure(RuntimeError(result_type.name().lower()))
@@ -316,7 +354,7 @@ def compile_selector(expression: str) -> CompiledSelector:
     renamed = any(alias in reads.checked_text for alias in RENAMED.values())
     if reads.evaluated_text != reads.checked_text or renamed:
         try:
-            program = _compile_with_cross_numeric(reads.evaluated_text, EVALUATION_ENVIRONMENT)
+            program, _ = _compile_with_cross_numeric(reads.evaluated_text, EVALUATION_ENVIRONMENT)
         except RuntimeError as error:
             # The rewrites keep every type; a failure here is a bug, not the author's error.
             return CompiledSelector(
