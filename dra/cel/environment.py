@@ -290,11 +290,11 @@ def _environment(internal: bool) -> Any:
         cel.FunctionDecl(
             "sign",
             [
-                overload(
+                overload(  # global upstream: sign(q), not q.sign()
                     "quantity_sign",
                     types.INT,
                     [quantity_type],
-                    True,
+                    False,
                     _quantity_method("sign", Quantity.sign),
                 )
             ],

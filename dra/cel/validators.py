@@ -295,8 +295,12 @@ def _valid_duration(text: str) -> bool:
     return total <= 2**63 - (0 if text.startswith("-") else 1)
 
 
+_UNIX_RANGE = (-62_135_596_800, 253_402_300_799)  # 0001-01-01 to 9999-12-31, CEL's range
+_EPOCH = datetime.datetime(1970, 1, 1)  # noqa: DTZ001 (naive arithmetic on purpose)
+
+
 def _valid_timestamp(text: str) -> bool:
-    """RFC 3339 as Go's ``time.Parse(time.RFC3339, …)`` reads it, within CEL's year range."""
+    """Go's ``time.Parse(time.RFC3339, ...)``, then CEL's range check of the instant."""
     match = re.fullmatch(
         r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?"
         r"(Z|[+-][0-9]{2}:[0-9]{2})",
@@ -306,13 +310,18 @@ def _valid_timestamp(text: str) -> bool:
         return False
     try:
         year, month, day, hour, minute, second = (int(match.group(i)) for i in range(1, 7))
-        datetime.datetime(year, month, day, hour, minute, second)  # noqa: DTZ001 (range check)
+        moment = datetime.datetime(year, month, day, hour, minute, second)  # noqa: DTZ001
     except ValueError:
         return False
     zone = match.group(8)
-    if zone != "Z" and (int(zone[1:3]) > 23 or int(zone[4:6]) > 59):
-        return False
-    return year >= 1
+    offset = 0
+    if zone != "Z":
+        hours, minutes = int(zone[1:3]), int(zone[4:6])
+        if hours > 23 or minutes > 59:
+            return False
+        offset = (hours * 3600 + minutes * 60) * (-1 if zone[0] == "-" else 1)
+    unix = (moment - _EPOCH) // datetime.timedelta(seconds=1) - offset
+    return _UNIX_RANGE[0] <= unix <= _UNIX_RANGE[1]
 
 
 def _valid_regex(text: str) -> bool:
@@ -337,7 +346,12 @@ def _argument_errors(node: CheckedNode) -> list[tuple[int, str]]:
     argument = node.args[0]
     if argument.kind != "const":
         return []
-    valid = argument.constant_kind == "string" and check(str(argument.constant))
+    if argument.constant_kind == "string":
+        valid = check(str(argument.constant))
+    elif node.function == "timestamp" and argument.constant_kind == "int":
+        valid = _UNIX_RANGE[0] <= int(str(argument.constant)) <= _UNIX_RANGE[1]
+    else:
+        valid = True  # the checker accepted the overload; its conversion cannot fail
     return [] if valid else [(argument.id, f"invalid {node.function} argument")]
 
 
