@@ -20,6 +20,9 @@ Each element is handled as upstream's fold does: the filter, then the transform,
 before the next (cel-cpp's three-argument ``map``), and ``all``/``exists`` keep cel-go's
 error-absorbing short circuit (the one-variable macros have the same expansion).
 
+The optional library's version-2 ``optional.unwrap(list)`` and ``list.unwrapOpt()`` (also
+missing from cel-cpp) become ``filter``/``map`` over the list the same way.
+
 The checked text is longer than the original: :class:`PositionMap` maps its offsets back so that
 compile errors point into what the author wrote.
 """
@@ -258,9 +261,32 @@ def _rename_exists_one(rewrite: _Rewrite, node: Call) -> None:
     rewrite.both(start, start + len("existsOne"), "exists_one", "exists_one")
 
 
+def _unwrap(rewrite: _Rewrite, node: Call) -> None:
+    """The optional library's ``optional.unwrap(l)`` / ``l.unwrapOpt()`` (version 2, which
+    cel-cpp lacks): the values of the list's present optionals, in order."""
+    rewrite.names += 1
+    bound = f"dra_c{rewrite.names}"
+    keep = f".filter({bound}, {bound}.hasValue()).map({bound}, {bound}.value())"
+    if node.args:  # optional.unwrap(l)
+        listed = node.args[0]
+        rewrite.both(node.start, listed.start, "(", "(")
+        rewrite.both(listed.end, node.end, ")" + keep, ")" + keep)
+    else:  # l.unwrapOpt()
+        assert node.target is not None
+        rewrite.both(node.target.end, node.end, keep, keep)
+
+
+def _is_unwrap(node: Call) -> bool:
+    target = node.target
+    if node.function == "unwrap" and len(node.args) == 1:
+        return isinstance(target, Ident) and target.name == "optional"
+    return node.function == "unwrapOpt" and target is not None and not node.args
+
+
 def comprehension_edits(text: str, tree: Node) -> tuple[list[Edit], list[Edit]]:
-    """(checked, evaluated) edits for the two-variable comprehensions and ``existsOne`` of a
-    parsed expression; raises :class:`ComprehensionError` where upstream's macro refuses."""
+    """(checked, evaluated) edits for the two-variable comprehensions, ``existsOne`` and the
+    optional library's ``unwrap`` of a parsed expression; raises :class:`ComprehensionError`
+    where upstream's macro refuses."""
     rewrite = _Rewrite(text)
     stack: list[tuple[Node, int]] = [(tree, 1)]
     while stack:
@@ -272,6 +298,8 @@ def comprehension_edits(text: str, tree: Node) -> tuple[list[Edit], list[Edit]]:
             _rewrite(rewrite, node, depth)
         elif node.target is not None and node.function == "existsOne" and len(node.args) == 2:
             _rename_exists_one(rewrite, node)
+        elif _is_unwrap(node):
+            _unwrap(rewrite, node)
     return rewrite.checked, rewrite.evaluated
 
 

@@ -185,3 +185,23 @@ def test_a_nested_two_variable_comprehension_reaches_the_cost_limit():
     expression = "lists.range(2000).all(i, v, lists.range(2000).exists(j, w, w == i + v))"
     with pytest.raises(CelRuntimeError, match="actual cost limit exceeded"):
         compile_selector(expression).matches(GPU)
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("optional.unwrap([optional.of(1), optional.none(), optional.of(3)]) == [1, 3]", True),
+        ('[optional.of("a"), optional.none()].unwrapOpt() == ["a"]', True),
+        ("cel.bind(l, [optional.none(), optional.of(2)], optional.unwrap(l)) == [2]", True),
+        ("optional.unwrap([]) == []", True),
+        (f'optional.unwrap([{A}.?model, {A}.?missing]) == ["H100"]', True),
+    ],
+)
+def test_the_optional_librarys_unwrap_is_available(expression, expected):
+    assert compile_selector(expression).matches(GPU) is expected
+
+
+@pytest.mark.parametrize("expression", ["optional.unwrap([1]) == [1]", "[1].unwrapOpt() == []"])
+def test_unwrap_of_a_list_without_optionals_does_not_compile(expression):
+    with pytest.raises(CelCompileError, match="no matching overload"):
+        compile_selector(expression).matches(GPU)
