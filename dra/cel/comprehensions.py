@@ -217,10 +217,11 @@ def _rewrite(rewrite: _Rewrite, node: Call, depth: int) -> None:
     function = node.function
     body = args[2:]
     # cel.bind(bound, <target>, <keys>.<macro>(first, cel.bind(second, bound[first], <body>)))
-    # the checked range goes through dra_range, which only lists and maps (and dyn) pass
+    # The checked range goes through dra_range, which only lists and maps (and dyn) pass.
+    # Rank 2·depth + 1: inside any cost wrap of this call (2·depth), outside its target's.
     start = node.target.start
-    rewrite.checked.append((start, start, f"cel.bind({bound}, dra_range(", 2 * depth - RANK))
-    rewrite.evaluated.append((start, start, f"cel.bind({bound}, ", 2 * depth - RANK))
+    rewrite.checked.append((start, start, f"cel.bind({bound}, dra_range(", 2 * depth + 1 - RANK))
+    rewrite.evaluated.append((start, start, f"cel.bind({bound}, ", 2 * depth + 1 - RANK))
     if function in ("all", "exists", "existsOne", "exists_one"):
         macro = "exists_one" if function == "existsOne" else function
         head_checked = f", {checked_keys}.{macro}({first}, {value}"

@@ -61,6 +61,10 @@ A = 'device.attributes["gpu.nvidia.com"]'
         ('{"a": 1}.transformMapEntry(k, v, {v: k}) == {1: "a"}', True),
         ('[1, 2].transformMapEntry(i, v, {string(v): i, "n" + string(v): v}).size() == 4', True),
         ('{"a": 1, "b": 2}.transformMapEntry(k, v, v > 1, {v: k}) == {2: "b"}', True),
+        # chained (a comprehension as the range of another) and nested
+        ("[1, 2, 3].transformList(i, v, i > 0, v).transformMap(i, v, v) == {0: 2, 1: 3}", True),
+        ('{"a": 1}.transformMap(k, v, v).transformList(k, v, k).existsOne(i, v, v == "a")', True),
+        ("lists.range(3).transformList(i, v, v * 2).max() == 4", True),
         # nested, and reading the device through both variables
         ("[[1, 2]].transformList(i, v, v.transformMap(j, w, w + j)) == [{0: 1, 1: 3}]", True),
         (f'{A}.exists(k, v, k == "index" && v == 3)', True),
