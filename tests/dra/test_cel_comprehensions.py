@@ -1,6 +1,8 @@
 """Two-variable comprehensions (cel-go's ext.TwoVarComprehensions, in Kubernetes since 1.32) and
 the one-variable ``existsOne`` spelling, as DRA selectors see them."""
 
+import random
+
 import pytest
 
 from dra.cel import CelCompileError, CelRuntimeError, compile_selector, device_input
@@ -209,3 +211,31 @@ def test_the_optional_librarys_unwrap_is_available(expression, expected):
 def test_unwrap_of_a_list_without_optionals_does_not_compile(expression):
     with pytest.raises(CelCompileError, match="no matching overload"):
         compile_selector(expression).matches(GPU)
+
+
+def test_random_lists_and_maps_agree_with_the_definition():
+    """cel-go's expansions (index/key first, element/value second, filter before transform)
+    computed directly in Python, on random inputs."""
+    generator = random.Random(12)
+    for _ in range(40):
+        values = [generator.randint(-3, 3) for _ in range(generator.randint(0, 6))]
+        listed = "[" + ", ".join(map(str, values)) + "]"
+        mapped = {f"k{index}": value for index, value in enumerate(values)}
+        literal = "{" + ", ".join(f'"{k}": {v}' for k, v in mapped.items()) + "}"
+        pairs = list(enumerate(values))
+        expected = {
+            f"{listed}.all(i, v, v >= i - 3)": all(v >= i - 3 for i, v in pairs),
+            f"{listed}.exists(i, v, v == i)": any(v == i for i, v in pairs),
+            f"{listed}.existsOne(i, v, v > 0)": sum(v > 0 for _, v in pairs) == 1,
+            f"{listed}.transformList(i, v, v % 2 == 0, v * i) == "
+            + str([v * i for i, v in pairs if v % 2 == 0]): True,
+            f"{listed}.transformMap(i, v, v - i) == "
+            + ("{" + ", ".join(f"{i}: {v - i}" for i, v in pairs) + "}"): True,
+            f'{literal}.exists(k, v, k == "k0" && v < 0)': mapped.get("k0", 0) < 0,
+            f"{literal}.transformList(k, v, v > 0, v).size()": None,
+        }
+        for expression, result in expected.items():
+            if result is None:
+                expression = f"{expression} == {sum(v > 0 for v in values)}"
+                result = True
+            assert compile_selector(expression).matches(GPU) is result, expression
