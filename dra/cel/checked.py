@@ -58,12 +58,18 @@ class CheckedNode:
 @dataclass(slots=True)
 class CheckedAst:
     root: CheckedNode
-    types: dict[int, CelType]
+    encoded_types: dict[int, bytes]  # decoded on demand: the checks look at few nodes
     overloads: dict[int, list[str]]
     positions: dict[int, int]
+    types: dict[int, CelType] = field(default_factory=dict)
 
     def type_of(self, node: CheckedNode) -> CelType:
-        return self.types.get(node.id, _DYN)
+        known = self.types.get(node.id)
+        if known is None:
+            encoded = self.encoded_types.get(node.id)
+            known = _DYN if encoded is None else _type(encoded)
+            self.types[node.id] = known
+        return known
 
 
 def _varint(data: bytes, index: int) -> tuple[int, int]:
@@ -249,7 +255,7 @@ def read_checked(serialized: bytes) -> CheckedAst:
     """Decode ``Expression.serialize()`` (an Any holding a CheckedExpr)."""
     checked = next((_bytes(v) for n, _, v in _fields(serialized) if n == 2), b"")
     root = CheckedNode(0)
-    types: dict[int, CelType] = {}
+    types: dict[int, bytes] = {}
     overloads: dict[int, list[str]] = {}
     positions: dict[int, int] = {}
     for number, _, value in _fields(checked):
@@ -262,13 +268,13 @@ def read_checked(serialized: bytes) -> CheckedAst:
                     ids = [_bytes(rv).decode() for rn, _, rv in _fields(_bytes(v)) if rn == 3]
             overloads[key] = ids
         elif number == 3:  # type_map entry
-            key, kind = 0, _DYN
+            key, encoded = 0, b""
             for n, _, v in _fields(_bytes(value)):
                 if n == 1:
                     key = _int(v)
                 elif n == 2:
-                    kind = _type(_bytes(v))
-            types[key] = kind
+                    encoded = _bytes(v)
+            types[key] = encoded
         elif number == 4:
             root = _expression(_bytes(value))
         elif number == 5:
