@@ -52,7 +52,7 @@ COST_LIMIT_MESSAGE = "operation cancelled: actual cost limit exceeded"
 # (start, end, replacement, rank): rank orders zero-width inserts at one position (lower first).
 Edit = tuple[int, int, str, int]
 
-_ACCUMULATING = frozenset({"map", "filter"})
+_ACCUMULATING = frozenset({"map", "filter", "transformList", "transformMap", "transformMapEntry"})
 _ITERATING = frozenset({"all", "exists", "exists_one", "existsOne"}) | _ACCUMULATING
 _GROWING = frozenset({"join", "format", "flatten"})
 _SETS = frozenset({"contains", "equivalent", "intersects"})

@@ -12,7 +12,7 @@ from typing import Any
 import re2  # type: ignore[import-untyped]  # RE2: Go's regexp semantics, linear time
 from cel_expr_python import cel
 
-from dra.cel import lists, network
+from dra.cel import comprehensions, lists, network
 from dra.cel.costs import INTERNAL_FUNCTIONS
 from dra.cel.errors import CelRuntimeError
 from dra.quantity import Quantity, QuantityError, parse_quantity
@@ -290,11 +290,11 @@ def _environment(internal: bool) -> Any:
         cel.FunctionDecl(
             "sign",
             [
-                overload(
+                overload(  # global upstream: sign(q), not q.sign()
                     "quantity_sign",
                     types.INT,
                     [quantity_type],
-                    True,
+                    False,
                     _quantity_method("sign", Quantity.sign),
                 )
             ],
@@ -379,6 +379,7 @@ def _environment(internal: bool) -> Any:
     functions.extend(_network_functions(overload, internal))
     if internal:
         functions.extend(_internal_functions(overload))
+        functions.extend(_comprehension_functions(overload))
     config = cel.NewEnvConfigFromYaml(
         "extensions:\n"
         "  - name: strings\n    version: 2\n"
@@ -418,7 +419,11 @@ def _index_declaration(alias: str) -> str:
     )
 
 
-_INDEX_DECLARATIONS = "functions:\n" + "".join(map(_index_declaration, lists.RENAMED.values()))
+_INDEX_DECLARATIONS = (
+    "functions:\n"
+    + "".join(map(_index_declaration, lists.RENAMED.values()))
+    + comprehensions.CHECKING_DECLARATIONS
+)
 
 
 def _list_functions(overload: Callable[..., Any], internal: bool) -> list[Any]:
@@ -544,6 +549,35 @@ def _network_functions(overload: Callable[..., Any], internal: bool) -> list[Any
             )
         )
     return [cel.FunctionDecl(name, overloads) for name, overloads in by_name.items()]
+
+
+def _comprehension_functions(overload: Callable[..., Any]) -> list[Any]:
+    """The map builders of the evaluated two-variable comprehensions (:mod:`dra.cel.comprehensions`;
+    the checking environment declares their typed counterparts)."""
+    types = cel.Type
+    dyn_list, dyn_map = types.List(types.DYN), types.Map(types.DYN, types.DYN)
+    return [
+        cel.FunctionDecl(
+            "dra_tmap_eval",
+            [
+                overload(
+                    "dra_tmap_eval_list", dyn_map, [dyn_list], False, comprehensions.transform_map
+                )
+            ],
+        ),
+        cel.FunctionDecl(
+            "dra_tmapentry_eval",
+            [
+                overload(
+                    "dra_tmapentry_eval_list",
+                    dyn_map,
+                    [dyn_list],
+                    False,
+                    comprehensions.transform_map_entries,
+                )
+            ],
+        ),
+    ]
 
 
 def _internal_functions(overload: Callable[..., Any]) -> list[Any]:

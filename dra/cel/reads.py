@@ -18,6 +18,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from dra.cel.comprehensions import (
+    PositionMap,
+    apply_edits,
+    comprehension_edits,
+    is_reserved,
+    two_variable_arity,
+)
 from dra.cel.costs import Edit, cost_edits
 from dra.cel.lists import RENAMED, list_edits
 from dra.cel.network import RESERVED as NETWORK_RESERVED
@@ -88,6 +95,8 @@ class SelectorReads:
     paths: frozenset[ReadPath]
     variables: frozenset[str]  # the activation variables the expression uses
     parsed: bool = True
+    # offsets of checked_text → the original's, where the comprehension rewrite lengthened it
+    positions: PositionMap | None = None
 
 
 @dataclass(slots=True)
@@ -180,6 +189,8 @@ class _Analyzer:
         if node is None:
             return
         if isinstance(node, Ident):
+            if is_reserved(node.name) and node.name not in scope:
+                raise UnknownFunction(node.name, node.start)
             if node.name == "device" and "device" not in scope:
                 self.walk.paths.add(("all",))
                 self.walk.variables.add("device")
@@ -275,7 +286,7 @@ class _Analyzer:
         return True
 
     def visit_call(self, node: Call, scope: dict[str, str]) -> None:
-        if node.function in _RESERVED:
+        if node.function in _RESERVED or is_reserved(node.function):
             raise UnknownFunction(node.function, self.walk.text.index(node.function, node.start))
         if node.target is not None and node.function in RENAMED:
             start = self.walk.text.index(node.function, node.target.end)
@@ -319,9 +330,7 @@ class _Analyzer:
             self.visit(target, scope)
             variables = [argument for argument in node.args[:-1] if isinstance(argument, Ident)]
             inner = dict(scope)
-            bound = (
-                2 if len(node.args) == 3 and len(variables) >= 2 and node.function != "map" else 1
-            )
+            bound = 2 if two_variable_arity(node) and len(variables) >= 2 else 1
             for variable in variables[:bound]:
                 inner[variable.name] = "shadow"
             for argument in node.args[bound:]:
@@ -365,12 +374,22 @@ def analyze(
     analyzer.visit(tree, {})
     walk = analyzer.walk
     network_checked, network_evaluated = network_edits(text, tree)
-    checked = _apply(text, _ranked(walk.renames) + network_checked)
+    comprehension_checked, comprehension_evaluated = comprehension_edits(text, tree)
+    checked, positions = apply_edits(
+        text, _ranked(walk.renames) + network_checked + comprehension_checked
+    )
     evaluated = _apply(
         text,
         _ranked(walk.renames + walk.edits)
         + cost_edits(text, tree)
         + list_edits(text, tree)
-        + network_evaluated,
+        + network_evaluated
+        + comprehension_evaluated,
     )
-    return SelectorReads(checked, evaluated, frozenset(walk.paths), frozenset(walk.variables))
+    return SelectorReads(
+        checked,
+        evaluated,
+        frozenset(walk.paths),
+        frozenset(walk.variables),
+        positions=positions if comprehension_checked else None,
+    )

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from dra.cel.checked import read_checked
+from dra.cel.comprehensions import ComprehensionError, PositionMap
 from dra.cel.costs import COST_LIMIT_MESSAGE, cost_exceeded, reset_cost
 from dra.cel.devices import DeviceInput, path_getter
 from dra.cel.environment import (
@@ -24,6 +27,7 @@ from dra.cel.lists import RENAMED
 from dra.cel.network import STRING_ALIAS, uses_network
 from dra.cel.reads import SelectorReads, UnknownDeviceField, UnknownFunction, analyze
 from dra.cel.syntax import CelNestingError
+from dra.cel.validators import validate
 
 MAX_EXPRESSION_LENGTH = 10 * 1024
 _RESULT_CACHE_LIMIT = 500_000
@@ -164,6 +168,35 @@ def _format_compile_failure(error: Exception) -> str:
     return text.strip()
 
 
+_LOCATED = re.compile(r"ERROR: <input>:(\d+):(\d+): (.*?)\n \| [^\n]*\n \| [.]*\^", re.DOTALL)
+_RANGE = re.compile(r"found no matching overload for 'dra_range' applied to '\((.*)\)'")
+
+
+def _original_positions(message: str, expression: str, checked: str, positions: PositionMap) -> str:
+    """Point the errors of a rewritten text (two-variable comprehensions) into the original,
+    with upstream's words for a range that is neither a list nor a map."""
+
+    def relocate(match: re.Match[str]) -> str:
+        offset = positions.original(
+            _line_column_offset(checked, int(match.group(1)), int(match.group(2)))
+        )
+        line = expression.count("\n", 0, offset) + 1
+        column = offset - (expression.rfind("\n", 0, offset) + 1)
+        text = _RANGE.sub(
+            r"expression of type '\1' cannot be range of a comprehension "
+            "(must be list, map, or dynamic)",
+            match.group(3),
+        )
+        source = expression.split("\n")[line - 1]
+        return f"ERROR: <input>:{line}:{column + 1}: {text}\n | {source}\n | {'.' * column}^"
+
+    message = _LOCATED.sub(relocate, message)
+    if "cannot be range of a comprehension" in message:
+        # the rest follows from the wrong range (cel-go stops at the range)
+        return "ERROR:" + message.split("ERROR:")[1].rstrip()
+    return message
+
+
 _CROSS_NUMERIC = re.compile(
     r"<input>:(\d+):(\d+): found no matching overload for '_(<|<=|>|>=)_' applied to "
     r"'\((int|uint|double), (int|uint|double)\)'"
@@ -175,17 +208,18 @@ def _line_column_offset(text: str, line: int, column: int) -> int:
     return sum(len(item) + 1 for item in lines[: line - 1]) + column - 1
 
 
-def _compile_with_cross_numeric(text: str, environment: Any = ENVIRONMENT) -> Any:
+def _compile_with_cross_numeric(text: str, environment: Any = ENVIRONMENT) -> tuple[Any, str]:
     """Compile; comparisons of int/uint/double operands are allowed as with cel-go's option.
 
     cel-cpp's checker lacks the cross-type numeric comparison overloads (its runtime has them),
-    so such a comparison is retried with both operands wrapped in ``dyn()``.
+    so such a comparison is retried with both operands wrapped in ``dyn()``. Returns the
+    compiled expression and the text that compiled.
     """
     from dra.cel.syntax import Operator, parse
 
     for _ in range(16):
         try:
-            return environment.compile(text)
+            return environment.compile(text), text
         except RuntimeError as error:
             matches = _CROSS_NUMERIC.findall(str(error))
             left, right = (matches[0][3], matches[0][4]) if matches else ("", "")
@@ -222,7 +256,38 @@ def _compile_with_cross_numeric(text: str, environment: Any = ENVIRONMENT) -> An
                 + text[first.end : second.start] + "dyn(" + text[second.start : second.end] + ")"
                 + text[second.end :]
             )  # fmt: skip
-    return environment.compile(text)
+    return environment.compile(text), text
+
+
+def _validation_failure(
+    compiled: Any, compiled_text: str, expression: str, reads: SelectorReads
+) -> str | None:
+    """cel-go's post-check validators (:mod:`dra.cel.validators`), as compile error text."""
+    errors = validate(read_checked(compiled.serialize()))
+    if not errors:
+        return None
+    # (offset in the compiled text, in the checked text, length) of their common spans: the
+    # cross-numeric retry may have wrapped operands in dyn()
+    common = [(0, 0, len(compiled_text))]
+    if compiled_text != reads.checked_text:
+        matcher = difflib.SequenceMatcher(None, reads.checked_text, compiled_text, autojunk=False)
+        common = [(b.b, b.a, b.size) for b in matcher.get_matching_blocks() if b.size]
+    lines = []
+    for error in errors:
+        offset = error.position
+        for compiled_start, checked_start, size in common:
+            if compiled_start <= offset < compiled_start + size:
+                offset = checked_start + offset - compiled_start
+                break
+        if reads.positions is not None:
+            offset = reads.positions.original(offset)
+        line = expression.count("\n", 0, offset) + 1
+        column = offset - (expression.rfind("\n", 0, offset) + 1)
+        source = expression.split("\n")[line - 1]
+        lines.append(
+            f"ERROR: <input>:{line}:{column + 1}: {error.message}\n | {source}\n | {'.' * column}^"
+        )
+    return "\n".join(lines)
 
 
 @lru_cache(maxsize=4096)
@@ -242,14 +307,15 @@ def compile_selector(expression: str) -> CompiledSelector:
         reads = analyze(expression, quantity_literal, semver_literal)
     except CelNestingError as error:
         return CompiledSelector(expression, None, None, _compile_error(expression, str(error)))
-    except (UnknownDeviceField, UnknownFunction) as error:
+    except (UnknownDeviceField, UnknownFunction, ComprehensionError) as error:
         line = expression.count("\n", 0, error.position) + 1
         column = error.position - (expression.rfind("\n", 0, error.position) + 1) + 1
-        problem = (
-            f"undefined field '{error.name}'"
-            if isinstance(error, UnknownDeviceField)
-            else f"undeclared reference to '{error.name}'"
-        )
+        if isinstance(error, UnknownDeviceField):
+            problem = f"undefined field '{error.name}'"
+        elif isinstance(error, UnknownFunction):
+            problem = f"undeclared reference to '{error.name}'"
+        else:
+            problem = error.message
         return CompiledSelector(
             expression,
             None,
@@ -257,11 +323,15 @@ def compile_selector(expression: str) -> CompiledSelector:
             _compile_error(expression, f"ERROR: <input>:{line}:{column}: {problem}"),
         )
     try:
-        checked = _compile_with_cross_numeric(reads.checked_text)
+        checked, compiled_text = _compile_with_cross_numeric(reads.checked_text)
     except RuntimeError as error:
-        return CompiledSelector(
-            expression, reads, None, _compile_error(expression, _format_compile_failure(error))
-        )
+        message = _format_compile_failure(error)
+        if reads.positions is not None:
+            message = _original_positions(message, expression, reads.checked_text, reads.positions)
+        return CompiledSelector(expression, reads, None, _compile_error(expression, message))
+    failure = _validation_failure(checked, compiled_text, expression, reads)
+    if failure is not None:
+        return CompiledSelector(expression, reads, None, _compile_error(expression, failure))
     result_type = checked.return_type()
     if result_type != BOOL_TYPE and result_type != DYN_TYPE:
         name = _format_compile_failure(RuntimeError(result_type.name().lower()))
@@ -286,7 +356,7 @@ def compile_selector(expression: str) -> CompiledSelector:
     renamed = renamed or uses_network(reads.checked_text)  # network values: dra.cel.network
     if reads.evaluated_text != reads.checked_text or renamed:
         try:
-            program = _compile_with_cross_numeric(reads.evaluated_text, EVALUATION_ENVIRONMENT)
+            program, _ = _compile_with_cross_numeric(reads.evaluated_text, EVALUATION_ENVIRONMENT)
         except RuntimeError as error:
             # The rewrites keep every type; a failure here is a bug, not the author's error.
             return CompiledSelector(

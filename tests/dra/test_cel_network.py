@@ -392,3 +392,17 @@ def test_parsing_is_charged_by_the_length_of_the_string(expression, passes):
     else:
         with pytest.raises(CelRuntimeError, match="cost limit"):
             _evaluate(expression)
+
+
+COMBINED = [
+    '[ip("1.2.3.4")].all(i, v, v.family() == 4)',
+    '["1.2.3.4", "::1"].transformList(i, v, string(ip(v))) == ["1.2.3.4", "::1"]',
+    '{"a": url("https://x:8/p")}.all(k, v, v.getPort() == "8")',
+    'lists.range(3).transformMap(i, v, string(v)).size() == 3',
+    '!["10.0.0.1", "8.8.8.8"].existsOne(i, v, cidr("10.0.0.0/8").containsIP(v) && i > 0)',
+]
+
+
+@pytest.mark.parametrize("expression", COMBINED)
+def test_network_values_work_inside_two_variable_comprehensions(expression):
+    assert compile_selector(expression).matches(DEVICE) is True

@@ -104,6 +104,7 @@ def _shape(node: Node | None) -> str:
         ("cel.bind(x, 1, x)", "cel@0:3.bind(x@9:10, int 1@12:13, x@15:16)@0:17"),
         # Macros with two and three arguments are calls like any other.
         ("l.all(i, v, i < v)", "l@0:1.all(i@6:7, v@9:10, <@14(i@12:13, v@16:17)@12:17)@0:18"),
+        ("1.size()", "int 1@0:1.size()@0:8"),  # cel-go's grammar: no float without a digit
         (
             "l.transformList(i, v, i < 2, v)",
             "l@0:1.transformList(i@16:17, v@19:20, <@24(i@22:23, int 2@26:27)@22:27, v@29:30)@0:31",
@@ -167,7 +168,7 @@ def test_it_builds_the_tree_with_source_positions(expression, shape):
         ("[,]", 1),
         ("x.true", 2),  # true is a literal, not a field name
         ("a.`b-c`", 2),  # escaped field names are not enabled in Kubernetes' environment
-        ("1.size()", 2),  # "1." reads as a double here (see the module docstring)
+        ("1.", 2),  # a float needs a digit after its dot (CEL's grammar, not celpy's)
         ('rb"x"', 2),  # bytes take the b first
     ],
 )
