@@ -398,7 +398,7 @@ COMBINED = [
     '[ip("1.2.3.4")].all(i, v, v.family() == 4)',
     '["1.2.3.4", "::1"].transformList(i, v, string(ip(v))) == ["1.2.3.4", "::1"]',
     '{"a": url("https://x:8/p")}.all(k, v, v.getPort() == "8")',
-    'lists.range(3).transformMap(i, v, string(v)).size() == 3',
+    "lists.range(3).transformMap(i, v, string(v)).size() == 3",
     '!["10.0.0.1", "8.8.8.8"].existsOne(i, v, cidr("10.0.0.0/8").containsIP(v) && i > 0)',
 ]
 
