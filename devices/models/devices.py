@@ -159,8 +159,11 @@ class Device(models.Model):
             models.UniqueConstraint(fields=["resource_slice", "name"], name="one_device_per_slice")
         ]
         indexes = [
-            # The device list's order: a page is an index range scan, not a sort of all rows.
-            models.Index(fields=["node_name", "driver", "pool_name", "name"]),
+            # The device list's order, ending in the key: the list finds a page's keys with an
+            # index-only scan (see portal.htmx.KeyFirstPaginator), not a sort of all rows.
+            models.Index(
+                fields=["node_name", "driver", "pool_name", "name", "id"], name="device_list_order"
+            ),
             models.Index(fields=["driver", "pool_name", "name"]),
             models.Index(fields=["model_name", "node_name"]),
         ]
