@@ -344,14 +344,19 @@ def _ranked(edits: list[tuple[int, int, str]]) -> list[Edit]:
 
 
 def analyze(
-    text: str, fold_quantity: Folder | None = None, fold_semver: Folder | None = None
+    text: str,
+    fold_quantity: Folder | None = None,
+    fold_semver: Folder | None = None,
+    *,
+    optimized: bool = True,
+    always_metered: bool = False,
 ) -> SelectorReads:
     """Analyse a selector; raises :class:`UnknownDeviceField` for ``device.<unknown>``.
 
     If the expression cannot be parsed here it is returned unchanged with the whole device as
     its read set (cel-expr-python then reports the syntax error, if there is one); one nested
     deeper than the parser's limit raises :class:`CelNestingError`. The evaluated text also
-    carries the cost meter (:mod:`dra.cel.costs`).
+    carries the cost meter (:mod:`dra.cel.costs`; ``optimized``/``always_metered`` as there).
     """
     analyzer = _Analyzer(text, fold_quantity, fold_semver)
     try:
@@ -364,6 +369,9 @@ def analyze(
     walk = analyzer.walk
     checked = _apply(text, _ranked(walk.renames))
     evaluated = _apply(
-        text, _ranked(walk.renames + walk.edits) + cost_edits(text, tree) + list_edits(text, tree)
+        text,
+        _ranked(walk.renames + walk.edits)
+        + cost_edits(text, tree, optimized, always_metered)
+        + list_edits(text, tree),
     )
     return SelectorReads(checked, evaluated, frozenset(walk.paths), frozenset(walk.variables))
