@@ -394,6 +394,11 @@ def _charge_amount(amount: int) -> bool:
     return True
 
 
+def _charge_times(count: int, amount: int) -> bool:
+    charge(count * amount)
+    return True
+
+
 def _charge_step(loop: int, amount: int) -> bool:
     _meter.steps[loop] = _meter.steps.get(loop, 0) + 1
     charge(amount)
@@ -423,6 +428,7 @@ def replace(text: str, old: str, new: str, limit: int = -1) -> str:
 INTERNAL_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "dra_cost_call": _charge_call,
     "dra_cost_add": _charge_amount,
+    "dra_cost_times": _charge_times,
     "dra_cost_step": _charge_step,
     "dra_cost_done": _charge_done,
     "dra_cost_replace": replace,
@@ -475,6 +481,7 @@ def _is_attribute(node: Node) -> bool:
 class _Metering:
     text: str
     optimized: bool
+    exact: bool
     edits: list[Edit] = field(default_factory=list)
     names: int = 0
     loops: int = 0
@@ -566,16 +573,22 @@ class _Metering:
             return 0  # a negative literal is a constant to cel-go's parser
         if kind in ("&&", "||"):
             always = self.cost(operands[0], depth + 1, scope)
-            self.charge_bool(operands[1], depth + 1, self.cost(operands[1], depth + 1, scope))
+            sometimes = self.cost(operands[1], depth + 1, scope)
+            if not self.exact:
+                return always + sometimes
+            self.charge_bool(operands[1], depth + 1, sometimes)
             return always
         if kind == "?:":
-            total = self.cost(operands[0], depth + 1, scope)
+            condition = self.cost(operands[0], depth + 1, scope)
+            branches = []
             for branch in operands[1:]:
                 amount = self.cost(branch, depth + 1, scope)
                 if _is_attribute(branch):
                     amount -= 1  # cel-go resolves it inside the conditional, unobserved
-                self.charge_value(branch, depth + 1, amount)
-            return total
+                branches.append(amount)
+                if self.exact:
+                    self.charge_value(branch, depth + 1, amount)
+            return condition + (0 if self.exact else max(branches))
         total = sum(self.cost(operand, depth + 1, scope) for operand in operands)
         if len(operands) == 1:  # ! and unary -
             return total + 1
@@ -720,56 +733,95 @@ class _Metering:
         inner = scope | frozenset(arg.name for arg in args[:count] if isinstance(arg, Ident))
         body_depth = depth + 1
         total = self.cost(target, depth + 1, scope)
+        body = args[-1]
         if function in _STOPPING:
             per_element, condition = _STOPPING[function]
-            body = args[-1]
             amount = per_element + self.cost(body, body_depth, inner)
-            self.loops += 1
-            loop, range_name = self.loops, self.name()
-            # cel.bind evaluates lazily: the loop runs as an argument of dra_cost_done.
-            self.insert(target.start, f"cel.bind({range_name}, ", 2 * depth + 1 - RANK)
-            self.edits.append(
-                (
-                    target.end,
-                    args[0].start,
-                    f", dra_cost_done({loop}, size({range_name}), {condition}, "
-                    f"{range_name}.{function}(",
-                    0,
-                )
-            )
-            self.insert(body.start, f"dra_cost_step({loop}, {amount}) && (", 2 * body_depth - RANK)
-            self.insert(body.end, ")", RANK - 2 * body_depth)
-            self.insert(node.end, "))", RANK - 2 * depth - 1)
+            if self.exact:
+                self.stopping(node, depth, amount, condition)
+            else:
+                self.bound(node, depth, amount)
             return total + 1
         if function in ("exists_one", "existsOne"):
-            self.kept(args[-1], body_depth, inner, 2)
+            self.bound(node, depth, self.kept(body, body_depth, inner, 2))
             return total + 2
-        accumulating = function != "filter" and function != "exists_one"
+        accumulating = function != "filter"
         step = _ACCUMULATING.get(function, 0) if accumulating else 13
         initial = 0 if self.optimized else (_MAP_CREATE if "Map" in function else _LIST_CREATE)
-        two_variables = function.startswith("transform")
-        filtered = len(args) == (4 if two_variables else 3) or function == "filter"
+        filtered = len(args) == count + 2 or function == "filter"
         if filtered:
-            predicate = args[-1] if function == "filter" else args[-2]
+            predicate = body if function == "filter" else args[-2]
             kept = step
             if function != "filter":
-                kept += self.cost(args[-1], body_depth, inner)
-            self.kept(predicate, body_depth, inner, kept)
+                kept += self.cost(body, body_depth, inner)
+            self.bound(node, depth, self.kept(predicate, body_depth, inner, kept))
         else:
-            transform = args[-1]
-            if self.optimized and function != "transformMap" and self.is_constant(transform):
+            if self.optimized and function != "transformMap" and self.is_constant(body):
                 step -= _LIST_CREATE  # [constant] is folded too
-            self.charge_value(transform, body_depth, step + self.cost(transform, body_depth, inner))
+            amount = step + self.cost(body, body_depth, inner)
+            if self.exact:
+                self.charge_value(body, body_depth, amount)
+            else:
+                self.bound(node, depth, amount)
         return total + initial + 1
 
-    def kept(self, predicate: Node, depth: int, scope: frozenset[str], amount: int) -> None:
+    def stopping(self, node: Call, depth: int, amount: int, condition: int) -> None:
+        """``all``/``exists``, exactly: each element charges its cost, and the loop condition
+        is charged once more when the loop stopped before the end, as cel-go evaluates it."""
+        target, body = node.target, node.args[-1]
+        assert target is not None
+        self.loops += 1
+        loop, range_name = self.loops, self.name()
+        # cel.bind evaluates lazily: the loop runs as an argument of dra_cost_done.
+        self.insert(target.start, f"cel.bind({range_name}, ", 2 * depth + 1 - RANK)
+        self.edits.append(
+            (
+                target.end,
+                node.args[0].start,
+                f", dra_cost_done({loop}, size({range_name}), {condition}, "
+                f"{range_name}.{node.function}(",
+                0,
+            )
+        )
+        self.insert(body.start, f"dra_cost_step({loop}, {amount}) && (", 2 * (depth + 1) - RANK)
+        self.insert(body.end, ")", RANK - 2 * (depth + 1))
+        self.insert(node.end, "))", RANK - 2 * depth - 1)
+
+    def bound(self, node: Call, depth: int, amount: int) -> None:
+        """Outside exact mode: charge every element's most expensive path before the loop runs,
+        ``cel.bind(r, range, cel.bind(v, r.f(...), dra_cost_times(size(r), amount) ? v : v))``."""
+        if self.exact or not amount:
+            return
+        target = node.target
+        assert target is not None
+        range_name, result = self.name(), self.name()
+        self.insert(target.start, f"cel.bind({range_name}, ", 2 * depth + 1 - RANK)
+        self.edits.append(
+            (
+                target.end,
+                node.args[0].start,
+                f", cel.bind({result}, {range_name}.{node.function}(",
+                0,
+            )
+        )
+        self.insert(
+            node.end,
+            f", dra_cost_times(size({range_name}), {amount}) ? {result} : {result}))",
+            RANK - 2 * depth - 1,
+        )
+
+    def kept(self, predicate: Node, depth: int, scope: frozenset[str], amount: int) -> int:
         """``dra_cost_add(cost) && cel.bind(v, p, v ? dra_cost_add(kept) : v)``: the predicate's
-        own cost each element, and what the macro's step adds when it is true."""
+        own cost each element, and what the macro's step adds when it is true (exact mode);
+        returns the most an element can cost (bound mode)."""
         own = self.cost(predicate, depth, scope)
+        if not self.exact:
+            return own + amount
         name = self.name()
         prefix = (f"dra_cost_add({own}) && " if own else "") + f"cel.bind({name}, "
         self.insert(predicate.start, prefix, 2 * depth - RANK)
         self.insert(predicate.end, f", {name} ? dra_cost_add({amount}) : {name})", RANK - 2 * depth)
+        return 0
 
 
 class _Unknown:
@@ -790,11 +842,15 @@ def _literal_value(node: Node) -> Any:
     return _UNKNOWN
 
 
-def cost_edits(text: str, tree: Node, optimized: bool = True, always: bool = False) -> list[Edit]:
+def cost_edits(
+    text: str, tree: Node, optimized: bool = True, always: bool = False, exact: bool = True
+) -> list[Edit]:
     """The edits that meter a parsed expression (see module doc); none when it cannot come near
-    the limit (``always`` meters anyway). ``optimized=False`` counts as cel-go does without
-    ``OptOptimize`` (its own and Kubernetes' cost tests)."""
-    metering = _Metering(text, optimized)
+    the limit (``always`` meters anyway). ``exact=False`` charges an upper bound instead, with
+    fewer calls: every branch and every comprehension element as if it ran its most expensive
+    path, charged up front. ``optimized=False`` counts as cel-go does without ``OptOptimize``
+    (its own and Kubernetes' cost tests)."""
+    metering = _Metering(text, optimized, exact)
     root = metering.cost(tree, 1, frozenset())
     if not (metering.heavy or always):
         return []
@@ -811,6 +867,6 @@ def apply_edits(text: str, edits: Iterable[Edit]) -> str:
     return text
 
 
-def metered_text(text: str, optimized: bool = True) -> str:
+def metered_text(text: str, optimized: bool = True, exact: bool = True) -> str:
     """``text`` with only the meter's edits, always metered (tests, diagnostics)."""
-    return apply_edits(text, cost_edits(text, parse(text), optimized, always=True))
+    return apply_edits(text, cost_edits(text, parse(text), optimized, always=True, exact=exact))

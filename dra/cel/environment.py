@@ -520,6 +520,7 @@ def _internal_functions(overload: Callable[..., Any]) -> list[Any]:
     return [
         declare("dra_cost_call", [string, types.List(types.DYN)]),
         declare("dra_cost_add", [integer]),
+        declare("dra_cost_times", [integer, integer]),
         declare("dra_cost_step", [integer, integer]),
         declare("dra_cost_done", [integer, integer, integer, boolean]),
         cel.FunctionDecl(

@@ -86,6 +86,8 @@ class SelectorReads:
     paths: frozenset[ReadPath]
     variables: frozenset[str]  # the activation variables the expression uses
     parsed: bool = True
+    # with the exact cost meter, when it differs from evaluated_text's upper bound (costs.py)
+    exact_text: str = ""
 
 
 @dataclass(slots=True)
@@ -368,10 +370,15 @@ def analyze(
     analyzer.visit(tree, {})
     walk = analyzer.walk
     checked = _apply(text, _ranked(walk.renames))
-    evaluated = _apply(
-        text,
-        _ranked(walk.renames + walk.edits)
-        + cost_edits(text, tree, optimized, always_metered)
-        + list_edits(text, tree),
+    edits = _ranked(walk.renames + walk.edits) + list_edits(text, tree)
+    evaluated, exact = (
+        _apply(text, edits + cost_edits(text, tree, optimized, always_metered, exact))
+        for exact in (False, True)
     )
-    return SelectorReads(checked, evaluated, frozenset(walk.paths), frozenset(walk.variables))
+    return SelectorReads(
+        checked,
+        evaluated,
+        frozenset(walk.paths),
+        frozenset(walk.variables),
+        exact_text="" if exact == evaluated else exact,
+    )

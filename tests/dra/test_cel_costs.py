@@ -26,7 +26,7 @@ def _actual_cost(expression, optimized):
         optimized=optimized,
         always_metered=True,
     )
-    program = EVALUATION_ENVIRONMENT.compile(reads.evaluated_text)
+    program = EVALUATION_ENVIRONMENT.compile(reads.exact_text or reads.evaluated_text)
     reset_cost()
     program.eval(data={})
     return cost_spent()
