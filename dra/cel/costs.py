@@ -756,7 +756,7 @@ class _Metering:
                 kept += self.cost(body, body_depth, inner)
             self.bound(node, depth, self.kept(predicate, body_depth, inner, kept))
         else:
-            if self.optimized and function != "transformMap" and self.is_constant(body):
+            if self.optimized and function in ("map", "transformList") and self.is_constant(body):
                 step -= _LIST_CREATE  # [constant] is folded too
             amount = step + self.cost(body, body_depth, inner)
             if self.exact:

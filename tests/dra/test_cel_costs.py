@@ -194,6 +194,16 @@ def test_expressions_just_over_the_limit_fail_with_the_cost_error(expression):
         _evaluate(expression)
 
 
+def test_a_loop_that_stops_early_is_charged_for_the_elements_it_ran():
+    # The upper bound (every element) passes the limit; the exact meter decides, as upstream:
+    # range 999,911; 14 elements × (condition 3 + step 1 + x == 13: 2); the condition once
+    # more; the result 1
+    assert _evaluate("lists.range(999900).exists(x, x == 13)") is True
+    assert cost_spent() == 999_999
+    with pytest.raises(CelRuntimeError, match=COST_ERROR):
+        _evaluate("lists.range(999900).exists(x, x == 14)")
+
+
 def test_string_doubling_costs_its_sizes_as_go_rounds_them():
     assert _doubling_cost(4887) == 999_908
     assert _doubling_cost(4888) > 1_000_000
