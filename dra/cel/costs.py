@@ -14,8 +14,9 @@ call-cost estimator):
   only of constants, a type conversion of a constant and ``x in [constants]`` cost nothing
   (``OptOptimize`` folds them before the tracker sees them); a ternary branch that is an
   attribute (``c ? a.b : x``) does not pay for the attribute itself, only its qualifiers;
-* a call costs 1 unless :data:`CALL_COSTS` has a rule for its function, which computes the cost
-  from the argument values (strings by code point × 0.1 rounded up, lists by element, …);
+* a call costs 1 unless :data:`dra.cel.call_costs.CALL_COSTS` has a rule for its function,
+  which computes the cost from the argument values (strings by code point × 0.1 rounded up,
+  lists by element, …);
 * a comprehension costs its range, 1 for the result (2 for ``exists_one``) and, per element,
   its loop condition and step as the macro expands them (``all``: 3, ``exists``: 4, ``map``:
   12, ``filter``: 13 when kept, ``exists_one``: 2 when true) plus its body; ``all``/``exists``
@@ -28,37 +29,35 @@ depends on sizes charge before they run, so values cannot grow past what the lim
 An expression without comprehensions or size-multiplying operations is not rewritten at all:
 its cost is linear in the device values it reads and cannot come near the limit.
 
-Functions implemented in Python (:data:`SELF_CHARGED`) charge :data:`CALL_COSTS` themselves.
+Functions implemented in Python (:data:`SELF_CHARGED`) charge their rule themselves.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dra.cel.call_costs import CALL_COSTS, MAX_VALUE_SIZE, TOO_LARGE, call_cost
 from dra.cel.syntax import Aggregate, Call, Ident, Index, Literal, Node, Operator, Select, parse
 
 __all__ = [
-    "CALL_COSTS",
     "COST_LIMIT",
     "COST_LIMIT_MESSAGE",
     "INTERNAL_FUNCTIONS",
     "RANK",
+    "HEAVY",
     "SELF_CHARGED",
     "CostLimitExceeded",
     "Edit",
     "apply_edits",
-    "call_cost",
     "charge",
     "cost_edits",
     "cost_exceeded",
     "cost_spent",
     "metered_text",
     "reset_cost",
-    "traversal_cost",
 ]
 
 COST_LIMIT = 1_000_000
@@ -66,18 +65,11 @@ COST_LIMIT_MESSAGE = "operation cancelled: actual cost limit exceeded"
 # Zero-width inserts at one position: outer nodes first. A node at depth d ranks 2·d, so other
 # rewrites can slot in between a node and its children (2·d + 1).
 RANK = 1000  # above twice any tree depth (MAX_NESTING)
-# Results past this many characters or elements are refused before they are built (a string
-# replace can multiply its input by the replacement's length while upstream charges only the
-# input): upstream would try to allocate the gigabytes; here it is the cost error.
-MAX_VALUE_SIZE = 50_000_000
-MAX_LIST_SIZE = 2_000_000  # the same for a list flatten() would build
 
 # (start, end, replacement, rank): rank orders zero-width inserts at one position (lower first).
 Edit = tuple[int, int, str, int]
 
 # cel-go common/cost.go
-_STRING_TRAVERSAL = 0.1  # StringTraversalCostFactor
-_REGEX_LENGTH = 0.25  # RegexStringLengthCostFactor
 _LIST_CREATE, _MAP_CREATE, _STRUCT_CREATE = 10, 30, 40
 
 
@@ -123,243 +115,12 @@ def charge(amount: int) -> None:
         raise CostLimitExceeded
 
 
-# --- upstream's call costs ---------------------------------------------------------------------
-
-
-def _size(value: Any) -> int:
-    """cel-go's ``actualSize``: code points of a string, length of bytes, lists and maps, else 1."""
-    if isinstance(value, str | bytes | bytearray | list | tuple | dict):
-        return len(value)
-    return 1
-
-
-def _scaled(size: float, factor: float) -> int:
-    """``uint64(math.Ceil(float64(size) * factor))`` (float arithmetic, as Go does it)."""
-    return math.ceil(size * factor)
-
-
-def traversal_cost(value: Any) -> int:
-    """Kubernetes' ``traversalCost``: strings and bytes by UTF-8 byte × 0.1 rounded *down*,
-    lists and maps by the sum over elements (keys and values), anything else 1."""
-    if isinstance(value, str):
-        return int(len(value.encode()) * _STRING_TRAVERSAL)
-    if isinstance(value, bytes | bytearray):
-        return int(len(value) * _STRING_TRAVERSAL)
-    if isinstance(value, list | tuple):
-        return sum(traversal_cost(item) for item in value)
-    if isinstance(value, dict):
-        return sum(traversal_cost(key) + traversal_cost(item) for key, item in value.items())
-    return 1
-
-
-def _is_text(value: Any) -> bool:
-    return isinstance(value, str | bytes | bytearray)
-
-
-def _string_scan(args: list[Any]) -> int:
-    return _scaled(_size(args[0]), _STRING_TRAVERSAL)
-
-
-def _string_rebuild(args: list[Any]) -> int:
-    return math.ceil(_size(args[0]) * 2 * _STRING_TRAVERSAL)
-
-
-def _equality(args: list[Any]) -> int:
-    return _scaled(min(_size(args[0]), _size(args[1])), _STRING_TRAVERSAL)
-
-
-def _ordering(args: list[Any]) -> int:
-    left, right = args
-    if (isinstance(left, str) and isinstance(right, str)) or (
-        isinstance(left, bytes | bytearray) and isinstance(right, bytes | bytearray)
-    ):
-        return _equality(args)
-    return 1
-
-
-def _addition(args: list[Any]) -> int:
-    left, right = args
-    if (isinstance(left, str) and isinstance(right, str)) or (
-        isinstance(left, bytes | bytearray) and isinstance(right, bytes | bytearray)
-    ):
-        size = _size(left) + _size(right)
-        if size > MAX_VALUE_SIZE:
-            return COST_LIMIT + 1
-        return _scaled(size, _STRING_TRAVERSAL)
-    return 1
-
-
-def _membership(args: list[Any]) -> int:
-    return _size(args[1]) if isinstance(args[1], list | tuple) else 1
-
-
-def _regex(args: list[Any]) -> int:
-    text = _scaled(1.0 + _size(args[0]), _STRING_TRAVERSAL)
-    return text * _scaled(_size(args[1]), _REGEX_LENGTH)
-
-
-def _substring(args: list[Any]) -> int:
-    return _scaled(_size(args[0]), _STRING_TRAVERSAL) * _scaled(_size(args[1]), _STRING_TRAVERSAL)
-
-
-def _conversion(args: list[Any], name: str) -> int:
-    text = args[0] if args else None
-    if (name == "string" and isinstance(text, bytes | bytearray)) or (
-        name == "bytes" and isinstance(text, str)
-    ):
-        return _scaled(_size(text), _STRING_TRAVERSAL)
-    return 1
-
-
-def _join(args: list[Any]) -> int:
-    items = args[0] if isinstance(args[0], list | tuple) else []
-    separator = _size(args[1]) if len(args) > 1 else 0
-    size = sum(_size(item) for item in items) + separator * max(len(items) - 1, 0)
-    if size > MAX_VALUE_SIZE:
-        return COST_LIMIT + 1
-    return math.ceil(size * 2 * _STRING_TRAVERSAL)
-
-
-def _allocating_list(factor: float, size: int) -> int:
-    """cel-go ext/lists.go ``trackAllocatingListCall``."""
-    return int(size * factor) + 1 + _LIST_CREATE
-
-
-def _range(args: list[Any]) -> int:
-    count = args[0] if isinstance(args[0], int) else 0
-    return _allocating_list(1, max(count, 0))
-
-
-def _slice(args: list[Any]) -> int:
-    start, end = args[1], args[2]
-    size = end - start if isinstance(start, int) and isinstance(end, int) and end > start else 0
-    return _allocating_list(1, size)
-
-
-def _flattened_size(values: Any, depth: int) -> int:
-    if not isinstance(values, list | tuple):
-        return 1
-    if depth <= 0:
-        return len(values)
-    return sum(_flattened_size(item, depth - 1) for item in values)
-
-
-def _flatten(args: list[Any]) -> int:
-    depth = args[1] if len(args) == 2 else 1
-    if _flattened_size(args[0], min(depth, 32)) > MAX_LIST_SIZE:
-        return COST_LIMIT + 1  # upstream charges the outer size only and would build it
-    return _allocating_list(float(depth), _size(args[0]))
-
-
-def _self_compare(args: list[Any]) -> int:
-    """cel-go ext/lists.go ``trackListSelfCompare`` (``sort``, ``distinct``)."""
-    values = args[0] if isinstance(args[0], list | tuple) else []
-    if not values:
-        return _allocating_list(2.0, 0)
-    factor = 2.0 + (_STRING_TRAVERSAL if _is_text(values[0]) else 0.0)
-    return _allocating_list(factor, len(values) * len(values))
-
-
-def _sets(factor: float) -> Callable[[list[Any]], int]:
-    def cost(args: list[Any]) -> int:
-        return 1 + int(float(_size(args[0]) * _size(args[1])) * factor)
-
-    return cost
-
-
-def _ip(args: list[Any]) -> int:
-    # ``cidr.ip()`` (overload cidr_ip) is a field access: 1; ``ip(string)`` parses the string.
-    return _scaled(_size(args[0]), _STRING_TRAVERSAL) if isinstance(args[0], str) else 1
-
-
-def _contains_ip(args: list[Any]) -> int:
-    cidr = _size(args[0])
-    cost = _scaled(cidr + cidr, _STRING_TRAVERSAL)
-    if isinstance(args[1], str):
-        cost += _scaled(_size(args[1]), _STRING_TRAVERSAL)
-    return cost
-
-
-def _contains_cidr(args: list[Any]) -> int:
-    cidr = _size(args[0])
-    cost = _scaled(cidr + cidr, _STRING_TRAVERSAL) + _scaled(cidr, _STRING_TRAVERSAL) + 1
-    if isinstance(args[1], str):
-        cost += _scaled(_size(args[1]), _STRING_TRAVERSAL)
-    return cost
-
-
-def _traversal(args: list[Any]) -> int:
-    return traversal_cost(args[0])
-
-
-# Upstream's cost of one call, by function name (namespaced ones qualified, operators as cel-go
-# names them): a rule takes the argument values, receiver first, as cel-go passes them. Sources:
-# cel-go's default CostTracker.costCall, the ext/lists.go and ext/sets.go overload trackers and
-# Kubernetes' library.CostEstimator.CallCost. A function not listed costs 1. A new library
-# function whose upstream cost depends on its arguments adds its rule here (and to _HEAVY if it
-# can multiply sizes), and is then charged wherever a metered selector calls it.
-CALL_COSTS: dict[str, Callable[[list[Any]], int]] = {
-    "_==_": _equality,
-    "_!=_": _equality,
-    "_<_": _ordering,
-    "_<=_": _ordering,
-    "_>_": _ordering,
-    "_>=_": _ordering,
-    "_+_": _addition,
-    "@in": _membership,
-    "contains": _substring,
-    "startsWith": _string_scan,
-    "endsWith": _string_scan,
-    "matches": _regex,
-    "find": _regex,
-    "findAll": _regex,
-    "string": lambda args: _conversion(args, "string"),
-    "bytes": lambda args: _conversion(args, "bytes"),
-    "format": _string_scan,
-    "strings.quote": _string_scan,
-    "url": _string_scan,
-    "lowerAscii": _string_scan,
-    "upperAscii": _string_scan,
-    "substring": _string_scan,
-    "trim": _string_scan,
-    "jsonpatch.escapeKey": _string_scan,
-    "replace": _string_rebuild,
-    "split": _string_rebuild,
-    "join": _join,
-    "quantity": _string_scan,
-    "isQuantity": _string_scan,
-    "semver": _string_scan,
-    "isSemver": _string_scan,
-    "cidr": _string_scan,
-    "isIP": _string_scan,
-    "isCIDR": _string_scan,
-    "ip": _ip,
-    "ip.isCanonical": _string_rebuild,
-    "containsIP": _contains_ip,
-    "containsCIDR": _contains_cidr,
-    "isSorted": _traversal,
-    "sum": _traversal,
-    "min": _traversal,
-    "max": _traversal,
-    "indexOf": _traversal,
-    "lastIndexOf": _traversal,
-    "lists.range": _range,
-    "slice": _slice,
-    "flatten": _flatten,
-    "reverse": lambda args: _allocating_list(1, _size(args[0])),
-    "distinct": _self_compare,
-    "sort": _self_compare,
-    "sets.contains": _sets(1),
-    "sets.intersects": _sets(1),
-    "sets.equivalent": _sets(2),
-}
-
 # Implemented in Python, where they charge their rule themselves (never rewritten here).
 SELF_CHARGED = frozenset(
     {"replace", "find", "findAll", "isSorted", "sum", "min", "max", "indexOf", "lastIndexOf"}
 )
 # Operations whose cost can multiply sizes: a selector using one is metered.
-_HEAVY = frozenset(
+HEAVY = frozenset(
     {
         "contains", "matches", "find", "findAll", "format", "strings.quote", "replace", "split",
         "join", "lists.range", "slice", "flatten", "reverse", "distinct", "sort", "sortBy",
@@ -376,12 +137,6 @@ _ARITHMETIC = frozenset({"+", "-", "*", "/", "%"})
 _STOPPING = {"all": (3, 2), "exists": (4, 3)}  # (per element, the condition paid on stopping)
 _ACCUMULATING = {"map": 12, "transformList": 12, "transformMap": 3, "transformMapEntry": 2}
 _QUANTIFIERS = frozenset({"all", "exists", "exists_one", "existsOne"})
-
-
-def call_cost(name: str, args: list[Any]) -> int:
-    """Upstream's cost of calling ``name`` with these argument values (receiver first)."""
-    rule = CALL_COSTS.get(name)
-    return 1 if rule is None else rule(args)
 
 
 def _charge_call(name: str, args: list[Any]) -> bool:
@@ -420,7 +175,7 @@ def replace(text: str, old: str, new: str, limit: int = -1) -> str:
     if limit >= 0:
         count = min(count, limit)
     if len(text) + count * (len(new) - len(old)) > MAX_VALUE_SIZE:
-        charge(COST_LIMIT + 1)
+        charge(TOO_LARGE)
     return text.replace(old, new, limit)
 
 
@@ -442,6 +197,15 @@ def _is_number(node: Node) -> bool:
     if isinstance(node, Operator) and node.operator in ("-", "()") and len(node.operands) == 1:
         return _is_number(node.operands[0])
     return isinstance(node, Literal) and node.kind in ("int", "uint", "double")
+
+
+def _is_primitive(node: Node) -> bool:
+    """A constant cel-go's set-membership optimization accepts (bytes are not hashable)."""
+    if isinstance(node, Operator) and node.operator == "()":
+        return _is_primitive(node.operands[0])
+    return _is_number(node) or (
+        isinstance(node, Literal) and node.kind in ("int", "uint", "double", "string", "bool")
+    )
 
 
 def _is_scalar_literal(node: Node) -> bool:
@@ -589,13 +353,17 @@ class _Metering:
                 if self.exact:
                     self.charge_value(branch, depth + 1, amount)
             return condition + (0 if self.exact else max(branches))
+        if kind == "in" and self.optimized and isinstance(operands[1], Aggregate):
+            elements = operands[1].children
+            if self.text[operands[1].start] == "[" and not elements:
+                return 0  # folded to false: the left side is not even evaluated
+            if self.text[operands[1].start] == "[" and all(map(_is_primitive, elements)):
+                return self.cost(operands[0], depth + 1, scope)  # a set lookup, no call
         total = sum(self.cost(operand, depth + 1, scope) for operand in operands)
         if len(operands) == 1:  # ! and unary -
             return total + 1
         left, right = operands
         if kind == "in":
-            if self.is_constant(right) and self.optimized and self.text[right.start] == "[":
-                return total  # a set membership test: no call for the tracker
             return total + self.sized(node, depth, "@in", [left, right], "{0} in {1}")
         if kind in _OPERATORS:
             if any(_is_scalar_literal(side) or _is_type(side) for side in operands):
@@ -666,7 +434,7 @@ class _Metering:
             self.edits.append((target.end, args[0].start, ", ", 0))
             return sum(self.cost(operand, depth + 1, scope) for operand in [target, *args])
         name = f"{namespace}.{function}" if namespace else function
-        if name in _HEAVY:
+        if name in HEAVY:
             self.heavy = True
         if (
             target is None

@@ -13,7 +13,8 @@ import re2  # type: ignore[import-untyped]  # RE2: Go's regexp semantics, linear
 from cel_expr_python import cel
 
 from dra.cel import lists
-from dra.cel.costs import INTERNAL_FUNCTIONS, call_cost, charge
+from dra.cel.call_costs import call_cost
+from dra.cel.costs import INTERNAL_FUNCTIONS, charge
 from dra.cel.errors import CelRuntimeError
 from dra.quantity import Quantity, QuantityError, parse_quantity
 from dra.semver import Semver, SemverError, parse_semver

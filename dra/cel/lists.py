@@ -26,7 +26,8 @@ import datetime
 import math
 from typing import Any
 
-from dra.cel.costs import RANK, Edit, charge, traversal_cost
+from dra.cel.call_costs import traversal_cost
+from dra.cel.costs import RANK, Edit, charge
 from dra.cel.errors import CelRuntimeError
 from dra.cel.syntax import Call, Node, children
 
