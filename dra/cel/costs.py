@@ -132,7 +132,7 @@ _CONVERSIONS = frozenset(
 )
 _NAMESPACES = frozenset({"lists", "sets", "strings", "math", "optional", "ip", "jsonpatch"})
 _OPERATORS = {"==": "_==_", "!=": "_!=_", "<": "_<_", "<=": "_<=_", ">": "_>_", ">=": "_>=_"}
-_ARITHMETIC = frozenset({"+", "-", "*", "/", "%"})
+_TEXT = frozenset({"string", "bytes"})
 # Comprehension macros: (per element before the body, per kept element, cost of the result).
 _STOPPING = {"all": (3, 2), "exists": (4, 3)}  # (per element, the condition paid on stopping)
 _ACCUMULATING = {"map": 12, "transformList": 12, "transformMap": 3, "transformMapEntry": 2}
@@ -368,6 +368,9 @@ class _Metering:
         if kind in _OPERATORS:
             if any(_is_scalar_literal(side) or _is_type(side) for side in operands):
                 return total + 1
+            texts = [side for side in operands if isinstance(side, Literal) and side.kind in _TEXT]
+            if texts and not self.exact:  # min(|a|, |literal|) is at most the literal's size
+                return total + max(1, call_cost("_==_", [texts[0].value, texts[0].value]))
             template = "{0} " + kind + " {1}"
             return total + self.sized(node, depth, _OPERATORS[kind], [left, right], template)
         if kind == "+" and not (_is_number(left) or _is_number(right)):
