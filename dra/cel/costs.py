@@ -160,6 +160,12 @@ def _charge_step(loop: int, amount: int) -> bool:
     return True
 
 
+def _enter_loop(loop: int, size: int) -> int:
+    """Before ``all``/``exists`` runs (a loop that ended in an error left its count behind)."""
+    _meter.steps[loop] = 0
+    return size
+
+
 def _charge_done(loop: int, size: int, condition: int, result: bool) -> bool:
     """After ``all``/``exists`` (their result passes through): cel-go evaluated the loop
     condition once more if the loop stopped early."""
@@ -185,6 +191,7 @@ INTERNAL_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "dra_cost_add": _charge_amount,
     "dra_cost_times": _charge_times,
     "dra_cost_step": _charge_step,
+    "dra_cost_enter": _enter_loop,
     "dra_cost_done": _charge_done,
     "dra_cost_replace": replace,
 }
@@ -391,16 +398,22 @@ class _Metering:
         for previous, operand, name in zip(operands, operands[1:], names[1:], strict=False):
             self.edits.append((previous.end, operand.start, f", cel.bind({name}, ", 0))
         call = template.format(*names)
-        self.edits.append(
-            (
-                operands[-1].end,
-                node.end,
-                f', dra_cost_call("{rule}", [{", ".join(names)}]) ? {call} : {call}'
-                + ")" * len(operands),
-                0,
-            )
+        self.close(
+            node,
+            depth,
+            operands[-1],
+            f', dra_cost_call("{rule}", [{", ".join(names)}]) ? {call} : {call}'
+            + ")" * len(operands),
         )
         return 0
+
+    def close(self, node: Node, depth: int, last: Node, text: str) -> None:
+        """Replace what follows the last operand up to the node's end (``)`` of a call); for an
+        operator ending with its operand, insert just outside the operand's own wraps."""
+        if last.end == node.end:
+            self.insert(node.end, text, RANK - 2 * depth - 1)
+        else:
+            self.edits.append((last.end, node.end, text, 0))
 
     def call(self, node: Call, depth: int, scope: frozenset[str]) -> int:
         target, function, args = node.target, node.function, node.args
@@ -485,14 +498,12 @@ class _Metering:
         for previous, operand, name in zip(operands, operands[1:], names[1:], strict=False):
             self.edits.append((previous.end, operand.start, f", cel.bind({name}, ", 0))
         invocation = call.format(names[0], args=arguments)
-        self.edits.append(
-            (
-                operands[-1].end,
-                node.end,
-                f', dra_cost_call("{rule}", [{", ".join(names)}]) ? {invocation} : {invocation}'
-                + ")" * len(operands),
-                0,
-            )
+        self.close(
+            node,
+            depth,
+            operands[-1],
+            f', dra_cost_call("{rule}", [{", ".join(names)}]) ? {invocation} : {invocation}'
+            + ")" * len(operands),
         )
         return 0
 
@@ -549,7 +560,7 @@ class _Metering:
             (
                 target.end,
                 node.args[0].start,
-                f", dra_cost_done({loop}, size({range_name}), {condition}, "
+                f", dra_cost_done({loop}, dra_cost_enter({loop}, size({range_name})), {condition}, "
                 f"{range_name}.{node.function}(",
                 0,
             )

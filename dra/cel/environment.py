@@ -523,6 +523,7 @@ def _internal_functions(overload: Callable[..., Any]) -> list[Any]:
         declare("dra_cost_add", [integer]),
         declare("dra_cost_times", [integer, integer]),
         declare("dra_cost_step", [integer, integer]),
+        declare("dra_cost_enter", [integer, integer], integer),
         declare("dra_cost_done", [integer, integer, integer, boolean]),
         cel.FunctionDecl(
             "dra_cost_replace",

@@ -131,6 +131,22 @@ def test_it_charges_the_actual_cost_with_constants_folded_as_in_kubernetes(expre
     assert _actual_cost(expression, optimized=True) == cost
 
 
+@pytest.mark.parametrize(
+    ("expression", "optimized"),
+    [(expression, False) for expression, _ in UPSTREAM_TEST_COSTS]
+    + [(expression, True) for expression, _ in OPTIMIZED_COSTS],
+)
+def test_the_upper_bound_evaluated_first_is_never_below_the_exact_cost(expression, optimized):
+    # Only a bound past the limit re-runs the exact meter, so the bound must never be lower.
+    reads = analyze(
+        expression, quantity_literal, semver_literal, optimized=optimized, always_metered=True
+    )
+    program = EVALUATION_ENVIRONMENT.compile(reads.evaluated_text)
+    reset_cost()
+    program.eval(data={})
+    assert cost_spent() >= _actual_cost(expression, optimized)
+
+
 def test_a_metered_selector_pays_for_what_it_reads_from_the_device():
     # device 1, attributes 1, ["gpu.example.com"] 1, model 1; contains: ceil(0.4) × ceil(0.2)
     assert _evaluate('device.attributes["gpu.example.com"].model.contains("h1")') is True
@@ -235,3 +251,27 @@ def test_attacks_answer_the_cost_error_at_once(expression):
     with pytest.raises(CelRuntimeError, match=COST_ERROR):
         _evaluate(expression)
     assert time.monotonic() - started < 2.0
+
+
+SEMANTICS = [
+    "[1, 2, 3].all(i, i in [1, 2, 3].map(j, j + j) || i > 0)",
+    "[1, 2, 3].exists(i, i > 1 ? i + 1 > 3 : [i].all(k, k == 1))",
+    '["a", "bb"].map(s, s + s).filter(s, s.size() > 2 && s.startsWith("b")) == ["bbbb"]',
+    "cel.bind(l, lists.range(4), l.exists_one(x, x == 2) && l.map(x, x > 1, x * 2) == [4, 6])",
+    '{"a": 1, "b": 2}.all(k, k in ["a", "b"] && {"a": 1, "b": 2}[k] > 0)',
+    '"abc".replace("b", "x" + "y").contains("xy") ? "a" < "b" : false',
+    "sets.contains(lists.range(3).map(x, x * 2), [2]) && !sets.intersects([1], [2])",
+    '[[1, 2], [3]].flatten().sort().reverse() == [3, 2, 1] && "a,b".split(",").join("-") == "a-b"',
+    '(true ? "ab" : "c") + "d" == "abd" && (false ? [1] : [2, 3]).size() == 2',
+    "lists.range(3).all(i, lists.range(3).exists(j, i == j)) && [1, 2].exists(x, x == 1)",
+    '"%s".format(["x"]) == "x" && strings.quote("a") != "b" && b"a" + b"b" == b"ab"',
+    "[1, 2, 3].filter(x, x != 2).map(x, [x]).flatten() == [1, 3]",
+]
+
+
+@pytest.mark.parametrize("expression", SEMANTICS)
+def test_the_metered_rewrites_keep_the_value(expression):
+    reads = analyze(expression, quantity_literal, semver_literal, always_metered=True)
+    for text in (expression, reads.evaluated_text, reads.exact_text):
+        if text:
+            assert EVALUATION_ENVIRONMENT.compile(text).eval(data={}).value() is True, text
