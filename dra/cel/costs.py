@@ -48,6 +48,7 @@ __all__ = [
     "INTERNAL_FUNCTIONS",
     "RANK",
     "HEAVY",
+    "ITERATION_BUDGET",
     "SELF_CHARGED",
     "CostLimitExceeded",
     "Edit",
@@ -69,6 +70,8 @@ RANK = 1000  # above twice any tree depth (MAX_NESTING)
 # (start, end, replacement, rank): rank orders zero-width inserts at one position (lower first).
 Edit = tuple[int, int, str, int]
 
+# cel-cpp stops an evaluation after this many comprehension iterations (9,999 run).
+ITERATION_BUDGET = 10_000
 # cel-go common/cost.go
 _LIST_CREATE, _MAP_CREATE, _STRUCT_CREATE = 10, 30, 40
 
@@ -154,6 +157,15 @@ def _charge_times(count: int, amount: int) -> bool:
     return True
 
 
+def _charge_loop(count: int, amount: int) -> bool:
+    """A loop that cannot stop early: past cel-cpp's iteration budget it would fail anyway
+    (after seconds of copying a map/filter accumulator), so it fails before it starts."""
+    if count >= ITERATION_BUDGET:
+        charge(TOO_LARGE)
+    charge(count * amount)
+    return True
+
+
 def _charge_step(loop: int, amount: int) -> bool:
     _meter.steps[loop] = _meter.steps.get(loop, 0) + 1
     charge(amount)
@@ -190,6 +202,7 @@ INTERNAL_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "dra_cost_call": _charge_call,
     "dra_cost_add": _charge_amount,
     "dra_cost_times": _charge_times,
+    "dra_cost_loop": _charge_loop,
     "dra_cost_step": _charge_step,
     "dra_cost_enter": _enter_loop,
     "dra_cost_done": _charge_done,
@@ -525,27 +538,38 @@ class _Metering:
                 self.bound(node, depth, amount)
             return total + 1
         if function in ("exists_one", "existsOne"):
-            self.bound(node, depth, self.kept(body, body_depth, inner, 2))
+            self.filtering(node, depth, body, self.cost(body, body_depth, inner), 2)
             return total + 2
         accumulating = function != "filter"
         step = _ACCUMULATING.get(function, 0) if accumulating else 13
         initial = 0 if self.optimized else (_MAP_CREATE if "Map" in function else _LIST_CREATE)
-        filtered = len(args) == count + 2 or function == "filter"
-        if filtered:
+        if len(args) == count + 2 or function == "filter":
             predicate = body if function == "filter" else args[-2]
-            kept = step
-            if function != "filter":
-                kept += self.cost(body, body_depth, inner)
-            self.bound(node, depth, self.kept(predicate, body_depth, inner, kept))
+            own = self.cost(predicate, body_depth, inner)
+            kept = step if function == "filter" else step + self.cost(body, body_depth, inner)
+            self.filtering(node, depth, predicate, own, kept)
         else:
             if self.optimized and function in ("map", "transformList") and self.is_constant(body):
                 step -= _LIST_CREATE  # [constant] is folded too
-            amount = step + self.cost(body, body_depth, inner)
-            if self.exact:
-                self.charge_value(body, body_depth, amount)
-            else:
-                self.bound(node, depth, amount)
+            # every element runs the same step: exact when charged up front
+            self.bound(node, depth, step + self.cost(body, body_depth, inner), "dra_cost_loop")
         return total + initial + 1
+
+    def filtering(self, node: Call, depth: int, predicate: Node, own: int, kept: int) -> None:
+        """A loop running its predicate on every element and ``kept`` more when it is true: the
+        predicate's cost up front, and (exact mode) the rest per element with
+        ``cel.bind(v, p, v ? dra_cost_add(kept) : v)``, or its most up front (bound mode)."""
+        if not self.exact:
+            self.bound(node, depth, own + kept, "dra_cost_loop")
+            return
+        self.bound(node, depth, own, "dra_cost_loop")
+        name = self.name()
+        self.insert(predicate.start, f"cel.bind({name}, ", 2 * (depth + 1) - RANK)
+        self.insert(
+            predicate.end,
+            f", {name} ? dra_cost_add({kept}) : {name})",
+            RANK - 2 * (depth + 1),
+        )
 
     def stopping(self, node: Call, depth: int, amount: int, condition: int) -> None:
         """``all``/``exists``, exactly: each element charges its cost, and the loop condition
@@ -569,10 +593,12 @@ class _Metering:
         self.insert(body.end, ")", RANK - 2 * (depth + 1))
         self.insert(node.end, "))", RANK - 2 * depth - 1)
 
-    def bound(self, node: Call, depth: int, amount: int) -> None:
-        """Outside exact mode: charge every element's most expensive path before the loop runs,
-        ``cel.bind(r, range, cel.bind(v, r.f(...), dra_cost_times(size(r), amount) ? v : v))``."""
-        if self.exact or not amount:
+    def bound(self, node: Call, depth: int, amount: int, charge: str = "dra_cost_times") -> None:
+        """Charge ``amount`` per element before the loop runs, ``cel.bind(r, range,
+        cel.bind(v, r.f(...), dra_cost_times(size(r), amount) ? v : v))``: every element's most
+        expensive path (bound mode), or what every element pays (``dra_cost_loop``: a loop
+        that cannot stop early, also refused at once past cel-cpp's iteration budget)."""
+        if charge == "dra_cost_times" and (self.exact or not amount):
             return
         target = node.target
         assert target is not None
@@ -588,22 +614,9 @@ class _Metering:
         )
         self.insert(
             node.end,
-            f", dra_cost_times(size({range_name}), {amount}) ? {result} : {result}))",
+            f", {charge}(size({range_name}), {amount}) ? {result} : {result}))",
             RANK - 2 * depth - 1,
         )
-
-    def kept(self, predicate: Node, depth: int, scope: frozenset[str], amount: int) -> int:
-        """``dra_cost_add(cost) && cel.bind(v, p, v ? dra_cost_add(kept) : v)``: the predicate's
-        own cost each element, and what the macro's step adds when it is true (exact mode);
-        returns the most an element can cost (bound mode)."""
-        own = self.cost(predicate, depth, scope)
-        if not self.exact:
-            return own + amount
-        name = self.name()
-        prefix = (f"dra_cost_add({own}) && " if own else "") + f"cel.bind({name}, "
-        self.insert(predicate.start, prefix, 2 * depth - RANK)
-        self.insert(predicate.end, f", {name} ? dra_cost_add({amount}) : {name})", RANK - 2 * depth)
-        return 0
 
 
 class _Unknown:

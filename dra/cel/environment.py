@@ -522,6 +522,7 @@ def _internal_functions(overload: Callable[..., Any]) -> list[Any]:
         declare("dra_cost_call", [string, types.List(types.DYN)]),
         declare("dra_cost_add", [integer]),
         declare("dra_cost_times", [integer, integer]),
+        declare("dra_cost_loop", [integer, integer]),
         declare("dra_cost_step", [integer, integer]),
         declare("dra_cost_enter", [integer, integer], integer),
         declare("dra_cost_done", [integer, integer, integer, boolean]),
