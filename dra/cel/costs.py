@@ -57,8 +57,10 @@ __all__ = [
     "cost_edits",
     "cost_exceeded",
     "cost_spent",
+    "meter_edits",
     "metered_text",
     "reset_cost",
+    "settle",
 ]
 
 COST_LIMIT = 1_000_000
@@ -637,20 +639,52 @@ def _literal_value(node: Node) -> Any:
     return _UNKNOWN
 
 
+def _metering(
+    text: str, tree: Node, optimized: bool, always: bool, exact: bool
+) -> tuple[_Metering, int] | None:
+    metering = _Metering(text, optimized, exact)
+    root = metering.cost(tree, 1, frozenset())
+    return (metering, root) if metering.heavy or always else None
+
+
+def meter_edits(
+    text: str, tree: Node, optimized: bool = True, always: bool = False, exact: bool = True
+) -> tuple[list[Edit], int]:
+    """The edits that meter a parsed expression (see module doc), and the cost of its root
+    region, which the caller settles after the evaluation (:func:`settle`: one call fewer);
+    nothing when it cannot come near the limit (``always`` meters anyway). ``exact=False``
+    charges an upper bound instead, with fewer calls: every branch and every comprehension
+    element as if it ran its most expensive path, charged up front. ``optimized=False`` counts
+    as cel-go does without ``OptOptimize`` (its own and Kubernetes' cost tests)."""
+    metered = _metering(text, tree, optimized, always, exact)
+    if metered is None:
+        return [], 0
+    metering, root = metered
+    if root > COST_LIMIT:  # certain to fail: before anything (lists.range(10**8)) is built
+        metering.charge_value(tree, 1, root)
+        return metering.edits, 0
+    return metering.edits, root
+
+
 def cost_edits(
     text: str, tree: Node, optimized: bool = True, always: bool = False, exact: bool = True
 ) -> list[Edit]:
-    """The edits that meter a parsed expression (see module doc); none when it cannot come near
-    the limit (``always`` meters anyway). ``exact=False`` charges an upper bound instead, with
-    fewer calls: every branch and every comprehension element as if it ran its most expensive
-    path, charged up front. ``optimized=False`` counts as cel-go does without ``OptOptimize``
-    (its own and Kubernetes' cost tests)."""
-    metering = _Metering(text, optimized, exact)
-    root = metering.cost(tree, 1, frozenset())
-    if not (metering.heavy or always):
+    """:func:`meter_edits` with the root region charged inside the expression too."""
+    metered = _metering(text, tree, optimized, always, exact)
+    if metered is None:
         return []
+    metering, root = metered
     metering.charge_value(tree, 1, root)
     return metering.edits
+
+
+def settle(amount: int) -> bool:
+    """Charge a metered expression's root region after its evaluation (the order of charges
+    does not change whether the total passes the limit); whether it stayed within."""
+    _meter.spent += amount
+    if _meter.spent > COST_LIMIT:
+        _meter.exceeded = True
+    return not _meter.exceeded
 
 
 def apply_edits(text: str, edits: Iterable[Edit]) -> str:

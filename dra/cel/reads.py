@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from dra.cel.costs import Edit, cost_edits
+from dra.cel.costs import Edit, meter_edits
 from dra.cel.lists import RENAMED, list_edits
 from dra.cel.syntax import (
     Aggregate,
@@ -88,6 +88,9 @@ class SelectorReads:
     parsed: bool = True
     # with the exact cost meter, when it differs from evaluated_text's upper bound (costs.py)
     exact_text: str = ""
+    # the root region's cost, to settle after evaluating evaluated_text / exact_text
+    root_cost: int = 0
+    exact_root_cost: int = 0
 
 
 @dataclass(slots=True)
@@ -371,14 +374,17 @@ def analyze(
     walk = analyzer.walk
     checked = _apply(text, _ranked(walk.renames))
     edits = _ranked(walk.renames + walk.edits) + list_edits(text, tree)
-    evaluated, exact = (
-        _apply(text, edits + cost_edits(text, tree, optimized, always_metered, exact))
-        for exact in (False, True)
+    (bound_edits, bound_root), (exact_edits, exact_root) = (
+        meter_edits(text, tree, optimized, always_metered, exact) for exact in (False, True)
     )
+    evaluated = _apply(text, edits + bound_edits)
+    exact = _apply(text, edits + exact_edits)
     return SelectorReads(
         checked,
         evaluated,
         frozenset(walk.paths),
         frozenset(walk.variables),
         exact_text="" if exact == evaluated else exact,
+        root_cost=bound_root,
+        exact_root_cost=exact_root,
     )

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from dra.cel.costs import COST_LIMIT_MESSAGE, cost_exceeded, reset_cost
+from dra.cel.costs import COST_LIMIT_MESSAGE, cost_exceeded, reset_cost, settle
 from dra.cel.devices import DeviceInput, path_getter
 from dra.cel.environment import (
     BOOL_TYPE,
@@ -106,9 +106,10 @@ class CompiledSelector:
                 "capacity": device.cel_capacity,
                 "allowMultipleAllocations": device.allow_multiple_allocations,
             }
-        result = self._run(self.program, data)
+        reads = self.reads
+        result = self._run(self.program, data, reads.root_cost)
         if result is None and self.exact_program is not None:
-            result = self._run(self.exact_program, data)
+            result = self._run(self.exact_program, data, reads.exact_root_cost)
         if result is None:  # upstream cancels the evaluation: no operator absorbs it
             return COST_LIMIT_MESSAGE
         if isinstance(result, str):
@@ -121,7 +122,7 @@ class CompiledSelector:
         return f"CEL result of type {result_type.name().lower()} could not be converted to bool"
 
     @staticmethod
-    def _run(program: Any, data: dict[str, Any]) -> Any:
+    def _run(program: Any, data: dict[str, Any], root_cost: int) -> Any:
         """The result value, a runtime error message, or None past the cost limit."""
         reset_cost()
         try:
@@ -130,7 +131,7 @@ class CompiledSelector:
             if "budget" in str(error) or cost_exceeded():
                 return None
             return _runtime_message(str(error))
-        return None if cost_exceeded() else result
+        return result if settle(root_cost) else None
 
     def _subset(self, maps: dict[str, dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
         """Only the domains (and, for literal-only reads, only the ids) the expression reads.
