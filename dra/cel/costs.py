@@ -24,10 +24,14 @@ call-cost estimator):
 
 Costs that do not depend on values are folded per *region* (the part of the tree evaluated
 together: the whole expression, the right side of ``&&``/``||``, a ternary branch, a
-comprehension body per element) and charged once when the region runs; calls whose cost
-depends on sizes charge before they run, so values cannot grow past what the limit allows.
-An expression without comprehensions or size-multiplying operations is not rewritten at all:
-its cost is linear in the device values it reads and cannot come near the limit.
+comprehension body per element) and charged once when the region runs (the whole
+expression's after the evaluation, :func:`settle`); calls whose cost depends on sizes charge
+before they run, so values cannot grow past what the limit allows. Two rewrites are made
+(:func:`meter_edits`): the evaluated one charges an upper bound with few calls (every branch,
+every element's dearest path, one charge per loop); the exact one, run only when the bound
+passes the limit, charges per region and element as above. An expression without
+comprehensions or size-multiplying operations (:data:`HEAVY`) is not rewritten at all: its
+cost is linear in the device values it reads and cannot come near the limit.
 
 Functions implemented in Python (:data:`SELF_CHARGED`) charge their rule themselves.
 """
