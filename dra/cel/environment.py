@@ -13,7 +13,8 @@ import re2  # type: ignore[import-untyped]  # RE2: Go's regexp semantics, linear
 from cel_expr_python import cel
 
 from dra.cel import comprehensions, lists, network
-from dra.cel.costs import INTERNAL_FUNCTIONS
+from dra.cel.call_costs import call_cost
+from dra.cel.costs import INTERNAL_FUNCTIONS, charge
 from dra.cel.errors import CelRuntimeError
 from dra.quantity import Quantity, QuantityError, parse_quantity
 from dra.semver import Semver, SemverError, parse_semver
@@ -175,11 +176,13 @@ def _regex(pattern: str) -> Any:
 
 
 def _find(text: str, pattern: str) -> str:
+    charge(call_cost("find", [text, pattern]))
     match = _regex(pattern).search(text)
     return match.group(0) if match else ""
 
 
 def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
+    charge(call_cost("findAll", [text, pattern]))
     found = [match.group(0) for match in _regex(pattern).finditer(text)]
     return found if limit < 0 else found[:limit]
 
@@ -581,60 +584,22 @@ def _comprehension_functions(overload: Callable[..., Any]) -> list[Any]:
 
 
 def _internal_functions(overload: Callable[..., Any]) -> list[Any]:
+    """The cost meter's functions (:mod:`dra.cel.costs`), for the evaluated text only."""
     types = cel.Type
     meter = INTERNAL_FUNCTIONS
-    string = types.STRING
+    string, integer, boolean = types.STRING, types.INT, types.BOOL
+
+    def declare(name: str, parameters: list[Any], result: Any = boolean) -> Any:
+        return cel.FunctionDecl(name, [overload(name, result, parameters, False, meter[name])])
+
     return [
-        cel.FunctionDecl(
-            "dra_cost_range",
-            [
-                overload(
-                    "dra_cost_range_int", types.INT, [types.INT], False, meter["dra_cost_range"]
-                )
-            ],
-        ),
-        cel.FunctionDecl(
-            "dra_cost_size",
-            [
-                # cel-cpp picks implementations by the runtime kind: one overload per kind.
-                overload(f"dra_cost_size_{name}", types.BOOL, [kind], False, meter["dra_cost_size"])
-                for name, kind in (
-                    ("string", string),
-                    ("bytes", types.BYTES),
-                    ("list", types.List(types.DYN)),
-                    ("map", types.Map(types.DYN, types.DYN)),
-                    ("int", types.INT),
-                    ("uint", types.UINT),
-                    ("double", types.DOUBLE),
-                    ("duration", types.DURATION),
-                    ("timestamp", types.TIMESTAMP),
-                )
-            ],
-        ),
-        cel.FunctionDecl(
-            "dra_cost_iteration",
-            [
-                overload(
-                    "dra_cost_iteration_int_bool",
-                    types.BOOL,
-                    [types.INT, types.BOOL],
-                    False,
-                    meter["dra_cost_iteration"],
-                )
-            ],
-        ),
-        cel.FunctionDecl(
-            "dra_cost_pair",
-            [
-                overload(
-                    "dra_cost_pair_int_int",
-                    types.BOOL,
-                    [types.INT, types.INT],
-                    False,
-                    meter["dra_cost_pair"],
-                )
-            ],
-        ),
+        declare("dra_cost_call", [string, types.List(types.DYN)]),
+        declare("dra_cost_add", [integer]),
+        declare("dra_cost_times", [integer, integer]),
+        declare("dra_cost_loop", [integer, integer]),
+        declare("dra_cost_step", [integer, integer]),
+        declare("dra_cost_enter", [integer, integer], integer),
+        declare("dra_cost_done", [integer, integer, integer, boolean]),
         cel.FunctionDecl(
             "dra_cost_replace",
             [
@@ -648,7 +613,7 @@ def _internal_functions(overload: Callable[..., Any]) -> list[Any]:
                 overload(
                     "dra_cost_replace_string_int",
                     string,
-                    [string, string, string, types.INT],
+                    [string, string, string, integer],
                     False,
                     meter["dra_cost_replace"],
                 ),

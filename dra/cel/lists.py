@@ -17,7 +17,7 @@ Two things of cel-cpp shape how they are wired (declarations live with the envir
   second declaration, so member calls of both are renamed (same length, in the checked and the
   evaluated text) to :data:`RENAMED` aliases declared with the string and the list overloads.
 
-Every function charges the list's size to the cost meter, as upstream's cost model does.
+Every function charges Kubernetes' cost of one traversal of its receiver (``traversalCost``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import datetime
 import math
 from typing import Any
 
+from dra.cel.call_costs import traversal_cost
 from dra.cel.costs import RANK, Edit, charge
 from dra.cel.errors import CelRuntimeError
 from dra.cel.syntax import Call, Node, children
@@ -105,7 +106,7 @@ def _compare(left: Any, right: Any) -> int | None:
 
 
 def _comparable(values: list[Any], function: str) -> None:
-    charge(len(values))
+    charge(traversal_cost(values))
     for value in values:
         if _category(value) in ("list", "map", "NoneType"):
             raise CelRuntimeError(f"no such overload: {function}")
@@ -138,7 +139,7 @@ def maximum_index(values: list[Any]) -> int:
 
 def sum_values(values: list[Any], unsigned: bool = False) -> Any:
     """The sum of a non-empty int, uint, double or duration list, with CEL's overflow errors."""
-    charge(len(values))
+    charge(traversal_cost(values))
     first = _category(values[0]) if values else "number"
     if first == "duration" and all(_category(value) == "duration" for value in values):
         total = datetime.timedelta()
@@ -169,12 +170,12 @@ def _float_sum(values: list[float]) -> float:
 
 
 def index_of(values: list[Any], item: Any) -> int:
-    charge(len(values))
+    charge(traversal_cost(values))
     return next((i for i, value in enumerate(values) if cel_equal(value, item)), -1)
 
 
 def last_index_of(values: list[Any], item: Any) -> int:
-    charge(len(values))
+    charge(traversal_cost(values))
     return next(
         (i for i in range(len(values) - 1, -1, -1) if cel_equal(values[i], item)),
         -1,
@@ -186,6 +187,7 @@ def last_index_of(values: list[Any], item: Any) -> int:
 
 
 def string_index_of(text: str, part: str, offset: int = 0) -> int:
+    charge(traversal_cost(text))
     if part == "":
         return offset
     if offset < 0 or offset >= len(text):
@@ -194,6 +196,7 @@ def string_index_of(text: str, part: str, offset: int = 0) -> int:
 
 
 def string_last_index_of(text: str, part: str, offset: int | None = None) -> int:
+    charge(traversal_cost(text))
     if offset is None:
         if part == "":
             return len(text)

@@ -26,21 +26,20 @@ what ``net.IP``/``net.CIDR`` evaluate to) and the identifiers ``net.IP``/``net.C
 Parsing is Go's (:mod:`dra.cel.goaddr`, :mod:`dra.cel.gourl`). A bad literal, ``ip("x")``,
 is a runtime error as upstream (its base environment has no validator for these literals); a
 valid constant ``ip("…")``/``cidr("…")`` is folded into its value in the evaluated text.
-Costs: parsing charges
-``ceil(0.1 · len)`` like upstream's ``CallCost`` (``ip.isCanonical`` twice that, ``containsIP``
-/ ``containsCIDR`` by the prefix's byte length; a folded constant is not charged, upstream
-charges it ``ceil(0.1 · len)``); accessors cost nothing beyond the call.
+Costs are the meter's (:mod:`dra.cel.costs`, rules in :mod:`dra.cel.call_costs`: parsing
+``ceil(0.1 · len)`` as upstream's ``CallCost``, ``ip.isCanonical`` twice that, ``containsIP``
+/ ``containsCIDR`` by the prefix's size); the late rewrite runs on the metered text, so a
+constant is folded only in selectors the meter leaves alone.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from dra.cel.costs import Edit, charge
+from dra.cel.costs import Edit
 from dra.cel.errors import CelRuntimeError
 from dra.cel.goaddr import Address, GoParseError, Prefix, go_quote, parse_address, parse_prefix
 from dra.cel.gourl import URL, parse_query, parse_url
@@ -67,15 +66,10 @@ TYPE_NAMES = {"ip": IP_TYPE, "cidr": CIDR_TYPE, "url": URL_TYPE}
 TYPE_VARIABLES = (IP_TYPE, CIDR_TYPE)
 STRING_ALIAS = "dra_sg"  # as long as "string": positions in the checked text are kept
 RESERVED = frozenset({STRING_ALIAS})
-_STRING_TRAVERSAL = 0.1  # cel-go's common.StringTraversalCostFactor
 _STANDARD_STRING = ("int", "uint", "double", "bool", "bytes", "string", "timestamp", "duration")
 
 
 # --- values ------------------------------------------------------------------------------------
-
-
-def _traverse(text: str, factor: float = 1.0) -> None:
-    charge(math.ceil(len(text) * factor * _STRING_TRAVERSAL))
 
 
 def _unwrap(value: Any, kind: str, function: str) -> str:
@@ -131,12 +125,10 @@ def _stored_cidr(value: Any, function: str) -> Prefix:
 
 
 def string_to_ip(text: str) -> dict[str, str]:
-    _traverse(text)
     return _ip_value(_address(text))
 
 
 def is_ip(text: str) -> bool:
-    _traverse(text)
     try:
         _address(text)
     except CelRuntimeError:
@@ -145,7 +137,6 @@ def is_ip(text: str) -> bool:
 
 
 def ip_is_canonical(text: str) -> bool:
-    _traverse(text, 2)
     return str(_address(text)) == text
 
 
@@ -161,7 +152,6 @@ def family(value: Any) -> int:
 
 
 def string_to_cidr(text: str) -> dict[str, str]:
-    _traverse(text)
     try:
         return _cidr_value(_prefix(text))
     except CelRuntimeError as error:
@@ -171,7 +161,6 @@ def string_to_cidr(text: str) -> dict[str, str]:
 
 
 def is_cidr(text: str) -> bool:
-    _traverse(text)
     try:
         _prefix(text)
     except CelRuntimeError:
@@ -179,16 +168,9 @@ def is_cidr(text: str) -> bool:
     return True
 
 
-def _prefix_bytes(prefix: Prefix) -> int:
-    return math.ceil(prefix.length / 8)  # CIDR.Size(), upstream's size of the receiver
-
-
 def contains_ip(value: Any, other: Any) -> bool:
     prefix = _stored_cidr(value, "containsIP")
-    size = _prefix_bytes(prefix)
-    charge(math.ceil(2 * size * _STRING_TRAVERSAL))
     if isinstance(other, str):
-        _traverse(other)
         address = _address(other)
     else:
         address = _stored_ip(other, "containsIP")
@@ -197,10 +179,7 @@ def contains_ip(value: Any, other: Any) -> bool:
 
 def contains_cidr(value: Any, other: Any) -> bool:
     prefix = _stored_cidr(value, "containsCIDR")
-    size = _prefix_bytes(prefix)
-    charge(math.ceil(2 * size * _STRING_TRAVERSAL) + math.ceil(size * _STRING_TRAVERSAL) + 1)
     if isinstance(other, str):
-        _traverse(other)
         try:
             inner = _prefix(other)
         except CelRuntimeError as error:
@@ -231,7 +210,6 @@ def prefix_length(value: Any) -> int:
 
 
 def string_to_url(text: str) -> dict[str, str]:
-    _traverse(text)
     try:
         # ParseRequestURI decides validity; Parse (which splits off a fragment) the value.
         parse_url(text, request_uri=True)

@@ -25,11 +25,12 @@ from dra.cel.comprehensions import (
     is_reserved,
     two_variable_arity,
 )
-from dra.cel.costs import Edit, cost_edits
+from dra.cel.costs import Edit, meter_edits
 from dra.cel.lists import RENAMED, list_edits
 from dra.cel.network import RESERVED as NETWORK_RESERVED
 from dra.cel.network import network_edits
 from dra.cel.syntax import (
+    MAX_NESTING,
     Aggregate,
     Call,
     CelNestingError,
@@ -97,6 +98,11 @@ class SelectorReads:
     parsed: bool = True
     # offsets of checked_text → the original's, where the comprehension rewrite lengthened it
     positions: PositionMap | None = None
+    # with the exact cost meter, when it differs from evaluated_text's upper bound (costs.py)
+    exact_text: str = ""
+    # the root region's cost, to settle after evaluating evaluated_text / exact_text
+    root_cost: int = 0
+    exact_root_cost: int = 0
 
 
 @dataclass(slots=True)
@@ -354,15 +360,35 @@ def _ranked(edits: list[tuple[int, int, str]]) -> list[Edit]:
     return [(start, end, replacement, 0) for start, end, replacement in edits]
 
 
+def _late_rewrites(text: str) -> str:
+    """``text`` with its network values and two-variable comprehensions (and ``existsOne``,
+    ``unwrap``) rewritten into what cel-cpp evaluates. ``text`` is our own rewrite of an
+    accepted selector: deeper than the original by the meter's bindings, so parsed with a
+    higher nesting limit."""
+    tree = parse(text, limit=_REWRITTEN_NESTING)
+    _, network = network_edits(text, tree)
+    _, comprehensions = comprehension_edits(text, tree)
+    return _apply(text, network + comprehensions)
+
+
+# Each nesting level of a selector gains at most a few levels of bindings and charges.
+_REWRITTEN_NESTING = 8 * MAX_NESTING
+
+
 def analyze(
-    text: str, fold_quantity: Folder | None = None, fold_semver: Folder | None = None
+    text: str,
+    fold_quantity: Folder | None = None,
+    fold_semver: Folder | None = None,
+    *,
+    optimized: bool = True,
+    always_metered: bool = False,
 ) -> SelectorReads:
     """Analyse a selector; raises :class:`UnknownDeviceField` for ``device.<unknown>``.
 
     If the expression cannot be parsed here it is returned unchanged with the whole device as
     its read set (cel-expr-python then reports the syntax error, if there is one); one nested
     deeper than the parser's limit raises :class:`CelNestingError`. The evaluated text also
-    carries the cost meter (:mod:`dra.cel.costs`).
+    carries the cost meter (:mod:`dra.cel.costs`; ``optimized``/``always_metered`` as there).
     """
     analyzer = _Analyzer(text, fold_quantity, fold_semver)
     try:
@@ -378,18 +404,25 @@ def analyze(
     checked, positions = apply_edits(
         text, _ranked(walk.renames) + network_checked + comprehension_checked
     )
-    evaluated = _apply(
-        text,
-        _ranked(walk.renames + walk.edits)
-        + cost_edits(text, tree)
-        + list_edits(text, tree)
-        + network_evaluated
-        + comprehension_evaluated,
+    edits = _ranked(walk.renames + walk.edits) + list_edits(text, tree)
+    (bound_edits, bound_root), (exact_edits, exact_root) = (
+        meter_edits(text, tree, optimized, always_metered, exact) for exact in (False, True)
     )
+    evaluated = _apply(text, edits + bound_edits)
+    exact = _apply(text, edits + exact_edits)
+    if network_evaluated or comprehension_evaluated:
+        # The meter charges what upstream evaluates, on the original tree. What cel-cpp lacks
+        # (two-variable comprehensions, network values) is rewritten afterwards, in the metered
+        # text: the meter binds each range and argument to a name and leaves the call itself
+        # (``<name>.all(i, v, …)``, ``string(<name>)``) where the later rewrites find it.
+        evaluated, exact = _late_rewrites(evaluated), _late_rewrites(exact)
     return SelectorReads(
         checked,
         evaluated,
         frozenset(walk.paths),
         frozenset(walk.variables),
         positions=positions if comprehension_checked else None,
+        exact_text="" if exact == evaluated else exact,
+        root_cost=bound_root,
+        exact_root_cost=exact_root,
     )

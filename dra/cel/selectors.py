@@ -11,7 +11,7 @@ from typing import Any
 
 from dra.cel.checked import read_checked
 from dra.cel.comprehensions import ComprehensionError, PositionMap
-from dra.cel.costs import COST_LIMIT_MESSAGE, cost_exceeded, reset_cost
+from dra.cel.costs import COST_LIMIT_MESSAGE, cost_exceeded, reset_cost, settle
 from dra.cel.devices import DeviceInput, path_getter
 from dra.cel.environment import (
     BOOL_TYPE,
@@ -69,6 +69,8 @@ class CompiledSelector:
     getters: tuple[Callable[[DeviceInput], Any], ...] = ()
     domains: tuple[tuple[str, frozenset[str] | None], ...] = ()
     ids: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = field(default_factory=dict)
+    # charges cel-go's exact cost; run only when `program`'s upper bound passes the limit
+    exact_program: Any = None
 
     def matches(self, device: DeviceInput) -> bool:
         """Whether the device satisfies the selector; errors raise :class:`CelRuntimeError`."""
@@ -109,21 +111,32 @@ class CompiledSelector:
                 "capacity": device.cel_capacity,
                 "allowMultipleAllocations": device.allow_multiple_allocations,
             }
-        reset_cost()
-        try:
-            result = self.program.eval(data=data)
-        except RuntimeError as error:
-            if "budget" in str(error) or cost_exceeded():
-                return COST_LIMIT_MESSAGE
-            return _runtime_message(str(error))
-        if cost_exceeded():  # upstream cancels the evaluation: no operator absorbs it
+        reads = self.reads
+        result = self._run(self.program, data, reads.root_cost)
+        if result is None and self.exact_program is not None:
+            result = self._run(self.exact_program, data, reads.exact_root_cost)
+        if result is None:  # upstream cancels the evaluation: no operator absorbs it
             return COST_LIMIT_MESSAGE
+        if isinstance(result, str):
+            return result
         result_type = result.type()
         if result_type == BOOL_TYPE:
             return bool(result.value())
         if result_type == ERROR_TYPE:
             return _runtime_message(str(result.value()))
         return f"CEL result of type {result_type.name().lower()} could not be converted to bool"
+
+    @staticmethod
+    def _run(program: Any, data: dict[str, Any], root_cost: int) -> Any:
+        """The result value, a runtime error message, or None past the cost limit."""
+        reset_cost()
+        try:
+            result = program.eval(data=data)
+        except RuntimeError as error:
+            if "budget" in str(error) or cost_exceeded():
+                return None
+            return _runtime_message(str(error))
+        return result if settle(root_cost) else None
 
     def _subset(self, maps: dict[str, dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
         """Only the domains (and, for literal-only reads, only the ids) the expression reads.
@@ -365,6 +378,17 @@ def compile_selector(expression: str) -> CompiledSelector:
                 None,
                 _compile_error(expression, f"internal rewrite failed: {error}"),
             )
+    exact_program = None
+    if reads.exact_text:
+        try:
+            exact_program, _ = _compile_with_cross_numeric(reads.exact_text, EVALUATION_ENVIRONMENT)
+        except RuntimeError as error:
+            return CompiledSelector(
+                expression,
+                reads,
+                None,
+                _compile_error(expression, f"internal rewrite failed: {error}"),
+            )
     paths = sorted(reads.paths)
     domains: list[tuple[str, frozenset[str] | None]] = []
     for kind in ("attr", "cap"):
@@ -383,7 +407,9 @@ def compile_selector(expression: str) -> CompiledSelector:
                 by_domain.setdefault(path[1], []).append(path[2])
         ids[kind] = tuple((domain, tuple(names)) for domain, names in by_domain.items())
     getters = tuple(path_getter(path) for path in paths)
-    return CompiledSelector(expression, reads, program, None, getters, tuple(domains), ids)
+    return CompiledSelector(
+        expression, reads, program, None, getters, tuple(domains), ids, exact_program
+    )
 
 
 def clear_caches() -> None:

@@ -456,7 +456,7 @@ def _parser() -> Lark:
     )
 
 
-def _build(prepared: str) -> Node:
+def _build(prepared: str, limit: int) -> Node:
     """The tree of the prepared text, stopping at the first bracket nested too deep."""
     interactive = _parser().parse_interactive(prepared)
     level = 0
@@ -464,7 +464,7 @@ def _build(prepared: str) -> Node:
         for token in interactive.iter_parse():
             if token.type in _OPENING:
                 level += 1
-                if level > MAX_NESTING:
+                if level > limit:
                     raise CelNestingError
             elif token.type in _CLOSING:
                 level -= 1
@@ -479,7 +479,7 @@ def _build(prepared: str) -> Node:
     return node
 
 
-def _complete(root: Node, text: str, marks: list[int]) -> None:
+def _complete(root: Node, text: str, marks: list[int], limit: int) -> None:
     """Check the depth, and set what only the original text tells: literal values and the
     ``optional`` flags of selects and indexes whose ``?`` :func:`_prepare` removed."""
 
@@ -490,7 +490,7 @@ def _complete(root: Node, text: str, marks: list[int]) -> None:
     stack = [(root, 1)]
     while stack:
         node, level = stack.pop()
-        if level > MAX_NESTING:
+        if level > limit:
             raise CelNestingError
         if isinstance(node, Literal):
             try:
@@ -543,13 +543,14 @@ def depth(root: Node) -> int:
     return deepest
 
 
-def parse(text: str) -> Node:
+def parse(text: str, *, limit: int = MAX_NESTING) -> Node:
     """Parse a CEL expression; raises :class:`CelSyntaxError` if it cannot be parsed here, and
-    :class:`CelNestingError` if the tree is deeper than :data:`MAX_NESTING`.
+    :class:`CelNestingError` if the tree is deeper than ``limit`` (:data:`MAX_NESTING`; our own
+    rewrites of an accepted selector are parsed again with a higher one).
 
     Neither Lark's LALR parser nor anything here recurses on the input's depth.
     """
     prepared, marks = _prepare(text)
-    node = _build(prepared)
-    _complete(node, text, marks)
+    node = _build(prepared, limit)
+    _complete(node, text, marks, limit)
     return node

@@ -41,7 +41,6 @@ def _evaluate(expression):
         "lists.range(100000000).size() > 0",
         "lists.range(100000000).size() > 0 || true",  # a cancelled evaluation is not absorbed
         "lists.range(5000).map(x, lists.range(5000)).size() > 0",
-        "lists.range(3000).map(x, x).size() > 0",  # cel-cpp copies map's accumulator each step
         '"a"' + '.replace("a", "aaaaaaaaaa")' * 8 + ".size() > 0",
         DOUBLING,
         "sets.contains(lists.range(20000), lists.range(20000))",
@@ -71,6 +70,8 @@ def test_runaway_selectors_fail_at_once_with_the_cost_error(expression):
         '["a", "b"].join("-") == "a-b" && [[1], [2]].flatten() == [1, 2]',
         '"%d-%s".format([3, "x"]) == "3-x" && strings.quote("a") == "\\"a\\""',
         "lists.range(500).map(x, x * 2).size() == 500",
+        # upstream charges map 13 per element (cel-cpp's copy of the accumulator costs time only)
+        "lists.range(3000).map(x, x).size() == 3000",
         "lists.range(9000).all(x, x >= 0)",
         'sets.contains([1, 2, 3], [2]) && {"a": 1}.all(k, k == "a")',
         '"x".replace("x", "y").replace("y", "z") == "z"',
@@ -82,7 +83,7 @@ def test_selectors_using_metered_operations_still_evaluate(expression):
 
 @pytest.mark.parametrize(
     "expression",
-    ["dra_cost_range(3) == 3", 'dra_cost_replace("a", "a", "b") == "b"', "dra_cost_size(1)"],
+    ["dra_cost_add(3)", 'dra_cost_replace("a", "a", "b") == "b"', 'dra_cost_call("x", [])'],
 )
 def test_the_meter_functions_are_not_part_of_the_selector_language(expression):
     with pytest.raises(CelCompileError, match="undeclared reference"):
