@@ -48,6 +48,12 @@ class NodeSelectorRequirement:
         wanted = int(self.values[0])
         return actual > wanted if self.operator == "Gt" else actual < wanted
 
+    def matches_field(self, fields: Mapping[str, str]) -> bool:
+        """A field requirement as upstream's field selector reads it: a field the node lacks
+        reads as "" (``In``/``NotIn`` carry exactly one value, checked when read)."""
+        value = fields.get(self.key, "")
+        return value == self.values[0] if self.operator == "In" else value != self.values[0]
+
     def to_json(self) -> dict[str, Any]:
         result: dict[str, Any] = {"key": self.key, "operator": self.operator}
         if self.values:
@@ -67,7 +73,7 @@ class NodeSelectorTerm:
         if not all(requirement.matches(node.labels) for requirement in self.match_expressions):
             return False
         fields = {"metadata.name": node.name}
-        return all(requirement.matches(fields) for requirement in self.match_fields)
+        return all(requirement.matches_field(fields) for requirement in self.match_fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +98,10 @@ def _requirement(reader: Reader, raw: Any, path: str, is_field: bool) -> NodeSel
     values = reader.strings(item.get("values"), f"{path}.values")
     if operator not in _SELECTOR_OPERATORS or (is_field and operator not in ("In", "NotIn")):
         raise reader.fail(f"{path}.operator", f"{operator!r} is not a valid operator")
-    if is_field and key != "metadata.name":
-        raise reader.fail(f"{path}.key", f"{key!r} is not a supported field selector")
+    # Upstream's field selectors (nodeaffinity): In/NotIn with exactly one value, any key (a
+    # node has only metadata.name; another key reads as "").
+    if is_field and len(values) != 1:
+        raise reader.fail(f"{path}.values", "must have one element")
     if operator in ("Gt", "Lt"):
         if len(values) != 1:
             raise reader.fail(f"{path}.values", "must have exactly one value for Gt/Lt")

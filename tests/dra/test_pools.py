@@ -76,6 +76,30 @@ def test_1_35_drops_a_pool_that_has_a_newer_generation_elsewhere():
     assert run(slices=slices, version="1.35")["status"] == "unsatisfiable"
 
 
+def _fields(*requirements):
+    return {"nodeSelector": {"nodeSelectorTerms": [{"matchFields": list(requirements)}]}}
+
+
+@pytest.mark.parametrize(
+    ("selection", "outcome"),
+    [
+        # upstream's field selector: another key reads as "" (no error)
+        (_fields({"key": "spec.unschedulable", "operator": "In", "values": ["true"]}), "none"),
+        (_fields({"key": "spec.unschedulable", "operator": "NotIn", "values": ["x"]}), "node"),
+        (_fields({"key": "spec.unschedulable", "operator": "In", "values": [""]}), "node"),
+        (_fields({"key": "metadata.name", "operator": "NotIn", "values": ["node-2"]}), "node"),
+        # In/NotIn with several values (or none) cannot be parsed: the allocation fails
+        (_fields({"key": "metadata.name", "operator": "In", "values": ["node-1", "x"]}), "error"),
+        (_fields({"key": "metadata.name", "operator": "NotIn", "values": []}), "error"),
+        (_fields({"key": "metadata.name", "operator": "Exists"}), "error"),
+    ],
+)
+def test_slice_match_fields_follow_upstreams_field_selectors(selection, outcome):
+    output = run(slices=[resource_slice(node_name=None, **selection)], nodes=[node("node-1")])
+    expected = {"node": "allocated", "none": "unsatisfiable", "error": "error"}[outcome]
+    assert output["status"] == expected, output
+
+
 @pytest.mark.parametrize(
     ("selection", "labels", "visible"),
     [
