@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from dra.allocator.grouping import grouping_key_reader
 from dra.allocator.pools import Inventory, device_matches_node
 from dra.allocator.search import (
     DEFAULT_TIMEOUT_SECONDS,
@@ -200,13 +201,17 @@ class Cluster:
             groups = {}
             from dra.cel.devices import path_getter  # the projection the result cache uses
 
+            read_key = grouping_key_reader(selector_paths, self.features.variant == "experimental")
             getters = [path_getter(path) for path in selector_paths]
             for resource_slice, device in self.inventory.devices:
-                device_view = case.input_for(resource_slice, device)
-                if device_view.conversion_error is not None:
-                    key: tuple[object, ...] = ("error", device.uid)
+                if read_key is not None:
+                    found = read_key(resource_slice, device)
                 else:
-                    key = tuple(getter(device_view) for getter in getters)
+                    device_view = case.input_for(resource_slice, device)
+                    found = None
+                    if device_view.conversion_error is None:
+                        found = tuple(getter(device_view) for getter in getters)
+                key: tuple[object, ...] = ("error", device.uid) if found is None else found
                 groups.setdefault(key, []).append(device.uid)
             self._groups[paths] = groups
         return groups

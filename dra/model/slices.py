@@ -181,26 +181,50 @@ def _policy(reader: Reader, raw: Any, path: str) -> CapacityPolicy | None:
     )
 
 
-def _device(reader: Reader, raw: Any, path: str) -> Device:
-    item = reader.obj(raw, path)
-    name = reader.string(item.get("name"), f"{path}.name", required=True) or ""
-    attributes = {
-        str(key): _attribute(reader, value, f"{path}.attributes[{key}]")
-        for key, value in reader.obj(item.get("attributes"), f"{path}.attributes").items()
-    }
-    capacity = {}
-    for key, value in reader.obj(item.get("capacity"), f"{path}.capacity").items():
+# Attribute values written the usual way, ``{"<kind>": value}`` with a value of the kind's type,
+# read without the general path below (half of parsing a case is attributes).
+_SIMPLE_ATTRIBUTES: dict[str, tuple[str, type]] = {
+    "int": ("int", int),
+    "bool": ("bool", bool),
+    "string": ("string", str),
+    "version": ("version", str),
+}
+
+
+def _attributes(reader: Reader, raw: Any, path: str) -> dict[str, AttributeValue]:
+    attributes: dict[str, AttributeValue] = {}
+    if raw is None:
+        return attributes
+    for key, value in reader.obj(raw, f"{path}.attributes").items():
+        if type(value) is dict and len(value) == 1:
+            ((json_key, item),) = value.items()
+            simple = _SIMPLE_ATTRIBUTES.get(json_key)
+            if simple is not None and type(item) is simple[1]:
+                attributes[str(key)] = (simple[0], item)
+                continue
+        attributes[str(key)] = _attribute(reader, value, f"{path}.attributes[{key}]")
+    return attributes
+
+
+def _capacity(reader: Reader, raw: Any, path: str) -> dict[str, DeviceCapacity]:
+    capacity: dict[str, DeviceCapacity] = {}
+    if raw is None:
+        return capacity
+    for key, value in reader.obj(raw, f"{path}.capacity").items():
         capacity_obj = reader.obj(value, f"{path}.capacity[{key}]")
+        policy = capacity_obj.get("requestPolicy")
         capacity[str(key)] = DeviceCapacity(
             reader.quantity(capacity_obj.get("value"), f"{path}.capacity[{key}].value"),
-            _policy(
-                reader, capacity_obj.get("requestPolicy"), f"{path}.capacity[{key}].requestPolicy"
-            ),
+            None
+            if policy is None
+            else _policy(reader, policy, f"{path}.capacity[{key}].requestPolicy"),
         )
+    return capacity
+
+
+def _consumes_counters(reader: Reader, raw: Any, path: str) -> tuple[CounterConsumption, ...]:
     consumes = []
-    for index, consumption in enumerate(
-        reader.lst(item.get("consumesCounters"), f"{path}.consumesCounters")
-    ):
+    for index, consumption in enumerate(reader.lst(raw, f"{path}.consumesCounters")):
         consumption_path = f"{path}.consumesCounters[{index}]"
         consumption_obj = reader.obj(consumption, consumption_path)
         consumes.append(
@@ -212,8 +236,12 @@ def _device(reader: Reader, raw: Any, path: str) -> Device:
                 _counters(reader, consumption_obj.get("counters"), f"{consumption_path}.counters"),
             )
         )
+    return tuple(consumes)
+
+
+def _taints(reader: Reader, raw: Any, path: str) -> tuple[Taint, ...]:
     taints = []
-    for index, taint in enumerate(reader.lst(item.get("taints"), f"{path}.taints")):
+    for index, taint in enumerate(reader.lst(raw, f"{path}.taints")):
         taint_obj = reader.obj(taint, f"{path}.taints[{index}]")
         taints.append(
             Taint(
@@ -222,26 +250,51 @@ def _device(reader: Reader, raw: Any, path: str) -> Device:
                 reader.string(taint_obj.get("effect"), f"{path}.taints[{index}].effect") or "",
             )
         )
+    return tuple(taints)
+
+
+def _device(reader: Reader, raw: Any, path: str) -> Device:
+    # Fields are read in a fixed order (the first error reported is the first in that order);
+    # absent optional fields skip their reader calls, which would only build error paths.
+    item = reader.obj(raw, path)
+    name = item.get("name")
+    if type(name) is not str or not name:
+        name = reader.string(name, f"{path}.name", required=True) or ""
+    attributes = _attributes(reader, item.get("attributes"), path)
+    capacity = _capacity(reader, item.get("capacity"), path)
+    get = item.get
+    consumes = get("consumesCounters")
+    taints = get("taints")
+    node_name = get("nodeName")
+    node_selector = get("nodeSelector")
+    all_nodes = get("allNodes")
+    binds_to_node = get("bindsToNode")
+    binding_conditions = get("bindingConditions")
+    binding_failure_conditions = get("bindingFailureConditions")
+    allow_multiple = get("allowMultipleAllocations")
     return Device(
         name=name,
         attributes=attributes,
         capacity=capacity,
-        consumes_counters=tuple(consumes),
-        node_name=reader.string(item.get("nodeName"), f"{path}.nodeName"),
-        node_selector=read_node_selector(reader, item.get("nodeSelector"), f"{path}.nodeSelector"),
-        node_selector_raw=item.get("nodeSelector"),
-        all_nodes=reader.boolean(item.get("allNodes"), f"{path}.allNodes"),
-        taints=tuple(taints),
-        binds_to_node=bool(reader.boolean(item.get("bindsToNode"), f"{path}.bindsToNode")),
-        binding_conditions=reader.strings(
-            item.get("bindingConditions"), f"{path}.bindingConditions"
-        ),
-        binding_failure_conditions=reader.strings(
-            item.get("bindingFailureConditions"), f"{path}.bindingFailureConditions"
-        ),
-        allow_multiple_allocations=reader.boolean(
-            item.get("allowMultipleAllocations"), f"{path}.allowMultipleAllocations"
-        ),
+        consumes_counters=() if consumes is None else _consumes_counters(reader, consumes, path),
+        taints=() if taints is None else _taints(reader, taints, path),
+        node_name=None if node_name is None else reader.string(node_name, f"{path}.nodeName"),
+        node_selector=None
+        if node_selector is None
+        else read_node_selector(reader, node_selector, f"{path}.nodeSelector"),
+        node_selector_raw=node_selector,
+        all_nodes=None if all_nodes is None else reader.boolean(all_nodes, f"{path}.allNodes"),
+        binds_to_node=binds_to_node is not None
+        and bool(reader.boolean(binds_to_node, f"{path}.bindsToNode")),
+        binding_conditions=()
+        if binding_conditions is None
+        else reader.strings(binding_conditions, f"{path}.bindingConditions"),
+        binding_failure_conditions=()
+        if binding_failure_conditions is None
+        else reader.strings(binding_failure_conditions, f"{path}.bindingFailureConditions"),
+        allow_multiple_allocations=None
+        if allow_multiple is None
+        else reader.boolean(allow_multiple, f"{path}.allowMultipleAllocations"),
     )
 
 
