@@ -195,7 +195,9 @@ def _attributes(reader: Reader, raw: Any, path: str) -> dict[str, AttributeValue
     attributes: dict[str, AttributeValue] = {}
     if raw is None:
         return attributes
-    for key, value in reader.obj(raw, f"{path}.attributes").items():
+    if type(raw) is not dict:
+        raw = reader.obj(raw, f"{path}.attributes")
+    for key, value in raw.items():
         if type(value) is dict and len(value) == 1:
             ((json_key, item),) = value.items()
             simple = _SIMPLE_ATTRIBUTES.get(json_key)
@@ -206,11 +208,31 @@ def _attributes(reader: Reader, raw: Any, path: str) -> dict[str, AttributeValue
     return attributes
 
 
+# Capacities written as ``{"value": "<quantity>"}`` alone, by quantity string: devices of one
+# model share them (DeviceCapacity is immutable). Bounded for long-lived processes.
+_PLAIN_CAPACITIES: dict[str, DeviceCapacity] = {}
+_PLAIN_CAPACITIES_LIMIT = 4096
+
+
 def _capacity(reader: Reader, raw: Any, path: str) -> dict[str, DeviceCapacity]:
     capacity: dict[str, DeviceCapacity] = {}
     if raw is None:
         return capacity
-    for key, value in reader.obj(raw, f"{path}.capacity").items():
+    if type(raw) is not dict:
+        raw = reader.obj(raw, f"{path}.capacity")
+    for key, value in raw.items():
+        amount = value.get("value") if type(value) is dict and len(value) == 1 else None
+        if type(amount) is str:
+            shared = _PLAIN_CAPACITIES.get(amount)
+            if shared is None:
+                shared = DeviceCapacity(
+                    reader.quantity(amount, f"{path}.capacity[{key}].value"), None
+                )
+                if len(_PLAIN_CAPACITIES) >= _PLAIN_CAPACITIES_LIMIT:
+                    _PLAIN_CAPACITIES.clear()
+                _PLAIN_CAPACITIES[amount] = shared
+            capacity[str(key)] = shared
+            continue
         capacity_obj = reader.obj(value, f"{path}.capacity[{key}]")
         policy = capacity_obj.get("requestPolicy")
         capacity[str(key)] = DeviceCapacity(
@@ -253,6 +275,9 @@ def _taints(reader: Reader, raw: Any, path: str) -> tuple[Taint, ...]:
     return tuple(taints)
 
 
+_PLAIN_DEVICE_FIELDS = frozenset({"name", "attributes", "capacity"})
+
+
 def _device(reader: Reader, raw: Any, path: str) -> Device:
     # Fields are read in a fixed order (the first error reported is the first in that order);
     # absent optional fields skip their reader calls, which would only build error paths.
@@ -262,6 +287,8 @@ def _device(reader: Reader, raw: Any, path: str) -> Device:
         name = reader.string(name, f"{path}.name", required=True) or ""
     attributes = _attributes(reader, item.get("attributes"), path)
     capacity = _capacity(reader, item.get("capacity"), path)
+    if item.keys() <= _PLAIN_DEVICE_FIELDS:
+        return Device(name, attributes, capacity)
     get = item.get
     consumes = get("consumesCounters")
     taints = get("taints")
