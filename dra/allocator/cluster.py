@@ -8,7 +8,8 @@ otherwise "unsatisfiable".
 
 To avoid a full allocation attempt on each of thousands of nodes, :class:`Cluster` keeps
 indexes that survive across calls: devices grouped by the values each selector reads (so a
-selector runs once per distinct device shape), the set of devices matching each request's
+selector runs once per distinct device shape; the values are read straight from the parsed
+devices, see :mod:`dra.allocator.grouping`), the set of devices matching each request's
 class + request selectors, and devices per node. A node is skipped only when that is provably
 the same as trying it: some request needs more devices than the node has free matching ones,
 and nothing the node can see could raise an error (no selector error on a visible device, no
