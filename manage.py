@@ -11,7 +11,8 @@ def main() -> None:
         # The allocator needs no Django: skip django.setup() (most of a cold run's time).
         from claims.allocation_lines import run_without_django
 
-        run_without_django(sys.argv[2:])  # exits, unless the arguments need Django's command
+        if run_without_django(sys.argv[2:]):
+            return
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

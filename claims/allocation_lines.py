@@ -10,10 +10,8 @@ answers them as before and shares :func:`answer_lines`. This module imports no D
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from dra.allocator.lines import answer_line
 from dra.allocator.search import DEFAULT_TIMEOUT_SECONDS
@@ -24,25 +22,15 @@ _OPTIONS = ("--input", "--timeout")
 
 
 def answer_lines(
-    path: str | None,
-    timeout: float,
-    write: Callable[[str], object],
-    flush: Callable[[], object],
-    keep: list[Any] | None = None,
+    path: str | None, timeout: float, write: Callable[[str], object], flush: Callable[[], object]
 ) -> None:
-    """Answer each non-blank line of the file at ``path`` (stdin when empty), in order.
-
-    ``keep``: holds the last line's case and cluster when this returns (each earlier line's
-    are freed as the next line starts), for a caller that exits without freeing them.
-    """
+    """Answer each non-blank line of the file at ``path`` (stdin when empty), in order."""
     stream = open(path, encoding="utf-8") if path else sys.stdin  # noqa: SIM115
     try:
         for line in stream:
             if not line.strip():
                 continue
-            if keep is not None:
-                keep.clear()
-            write(answer_line(line, timeout, keep))
+            write(answer_line(line, timeout))
             flush()
     finally:
         if path:
@@ -69,26 +57,20 @@ def _plain_options(arguments: list[str]) -> dict[str, str] | None:
     return options
 
 
-def run_without_django(arguments: list[str]) -> None:
-    """Run ``allocate`` with these arguments (those after the command name) and exit the
-    process, if they are only ``--input`` and ``--timeout`` with valid values; otherwise
-    return, having done nothing."""
+def run_without_django(arguments: list[str]) -> bool:
+    """Run ``allocate`` with these arguments (those after the command name) if they are only
+    ``--input`` and ``--timeout`` with valid values; False, having done nothing, otherwise."""
     options = _plain_options(arguments)
     if options is None:
-        return
+        return False
     timeout = DEFAULT_TIMEOUT_SECONDS
     if "--timeout" in options:
         try:
             timeout = float(options["--timeout"])
         except ValueError:
-            return
+            return False
     stdout = sys.stdout
-    kept: list[Any] = []
     answer_lines(
-        options.get("--input"), timeout, lambda text: stdout.write(text + "\n"), stdout.flush, kept
+        options.get("--input"), timeout, lambda text: stdout.write(text + "\n"), stdout.flush
     )
-    # Every answer is written: leave without freeing the last case object by object (a tenth
-    # of a cold 5,000-node run) or running the interpreter's teardown.
-    stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    return True

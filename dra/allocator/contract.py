@@ -86,22 +86,17 @@ def outcome_json(name: Any, outcome: NodeOutcome, cluster: Cluster) -> dict[str,
     }
 
 
-def run_case(
-    case: Any, timeout: float | None = DEFAULT_TIMEOUT_SECONDS, keep: list[Any] | None = None
-) -> dict[str, Any]:
+def run_case(case: Any, timeout: float | None = DEFAULT_TIMEOUT_SECONDS) -> dict[str, Any]:
     """Run one case of the contract and return its output dict (never raises for bad input).
 
     ``timeout``: the allocation's wall-clock limit in seconds (None: none); past it the output
-    is an ``error`` naming the limit. ``keep``: a list that receives the cluster instead of it
-    being freed on return (a process that exits next need not spend time freeing it).
+    is an ``error`` naming the limit.
     """
     if not isinstance(case, Mapping):
         return {"name": None, "status": "error", "error": "case: must be a JSON object"}
     name = case.get("name")
     try:
         cluster, claims = build_cluster(case)
-        if keep is not None:
-            keep.append(cluster)
         node_name = case.get("node")
         if node_name is not None and not isinstance(node_name, str):
             raise InvalidObject("node: must be a node name or null")

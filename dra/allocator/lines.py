@@ -77,7 +77,7 @@ def _decode(line: str) -> Any:
         return json.loads(line)
 
 
-def _run_line(line: str, timeout: float | None, keep: list[Any] | None) -> dict[str, Any]:
+def _run_line(line: str, timeout: float | None) -> dict[str, Any]:
     if nests_too_deep(line):
         return {
             "name": None,
@@ -88,24 +88,17 @@ def _run_line(line: str, timeout: float | None, keep: list[Any] | None) -> dict[
         case = _decode(line)
     except (json.JSONDecodeError, RecursionError) as error:
         return {"name": None, "status": "error", "error": f"invalid JSON: {error}"}
-    if keep is not None:
-        keep.append(case)
     try:
-        return run_case(case, timeout, keep)
+        return run_case(case, timeout)
     except Exception as error:  # one broken case must not stop the stream  # noqa: BLE001
         name = case.get("name") if isinstance(case, dict) else None
         return {"name": name, "status": "error", "error": f"internal error: {error!r}"}
 
 
-def answer_line(line: str, timeout: float | None, keep: list[Any] | None = None) -> str:
-    """The output line (without its newline) for one input line, whatever the line holds.
-
-    ``keep``: a list that receives the decoded case and the cluster instead of their being
-    freed on return: freeing the millions of objects of a 5,000-node case costs a noticeable
-    part of a cold run, which a process about to exit can skip.
-    """
+def answer_line(line: str, timeout: float | None) -> str:
+    """The output line (without its newline) for one input line, whatever the line holds."""
     with _collection_paused():
-        output = _run_line(line, timeout, keep)
+        output = _run_line(line, timeout)
     try:
         return json.dumps(output, separators=(",", ":"))
     except (ValueError, TypeError, RecursionError) as error:
