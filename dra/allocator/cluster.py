@@ -8,7 +8,8 @@ otherwise "unsatisfiable".
 
 To avoid a full allocation attempt on each of thousands of nodes, :class:`Cluster` keeps
 indexes that survive across calls: devices grouped by the values each selector reads (so a
-selector runs once per distinct device shape), the set of devices matching each request's
+selector runs once per distinct device shape; the values are read straight from the parsed
+devices, see :mod:`dra.allocator.grouping`), the set of devices matching each request's
 class + request selectors, and devices per node. A node is skipped only when that is provably
 the same as trying it: some request needs more devices than the node has free matching ones,
 and nothing the node can see could raise an error (no selector error on a visible device, no
@@ -20,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from dra.allocator.grouping import grouping_key_reader
 from dra.allocator.pools import Inventory, device_matches_node
 from dra.allocator.search import (
     DEFAULT_TIMEOUT_SECONDS,
@@ -200,13 +202,17 @@ class Cluster:
             groups = {}
             from dra.cel.devices import path_getter  # the projection the result cache uses
 
+            read_key = grouping_key_reader(selector_paths, self.features.variant == "experimental")
             getters = [path_getter(path) for path in selector_paths]
             for resource_slice, device in self.inventory.devices:
-                device_view = case.input_for(resource_slice, device)
-                if device_view.conversion_error is not None:
-                    key: tuple[object, ...] = ("error", device.uid)
+                if read_key is not None:
+                    found = read_key(resource_slice, device)
                 else:
-                    key = tuple(getter(device_view) for getter in getters)
+                    device_view = case.input_for(resource_slice, device)
+                    found = None
+                    if device_view.conversion_error is None:
+                        found = tuple(getter(device_view) for getter in getters)
+                key: tuple[object, ...] = ("error", device.uid) if found is None else found
                 groups.setdefault(key, []).append(device.uid)
             self._groups[paths] = groups
         return groups

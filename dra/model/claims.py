@@ -259,6 +259,9 @@ class AllocatedDevice:
     consumed_capacity: Mapping[str, Quantity] = field(default_factory=dict)
 
 
+_PLAIN_RESULT_FIELDS = frozenset({"request", "driver", "pool", "device"})
+
+
 def parse_allocated_results(raw: Any, label: str) -> list[AllocatedDevice]:
     """The device results of one already-allocated claim (no allocation → no results)."""
     reader = Reader(label)
@@ -270,6 +273,13 @@ def parse_allocated_results(raw: Any, label: str) -> list[AllocatedDevice]:
     for index, result in enumerate(
         reader.lst(devices.get("results"), "status.allocation.devices.results")
     ):
+        if type(result) is dict and result.keys() <= _PLAIN_RESULT_FIELDS:
+            # The common result (three names, nothing else), read without building error paths.
+            driver, pool, device = result.get("driver"), result.get("pool"), result.get("device")
+            names_given = type(driver) is str and type(pool) is str and type(device) is str
+            if names_given and driver and pool and device:
+                results.append(AllocatedDevice(driver, pool, device, False, None, {}))
+                continue
         path = f"status.allocation.devices.results[{index}]"
         result_obj = reader.obj(result, path)
         consumed = {

@@ -18,6 +18,11 @@ class InvalidObject(ValueError):
 # which this allocator does not model). Hashable, so it can key caches.
 AttributeValue = tuple[str, Any]
 
+# Quantities parsed so far, by (JSON type, value): a case repeats a few quantity strings on
+# thousands of devices. Bounded so a long-lived process does not grow with every distinct one.
+_QUANTITIES: dict[tuple[type, str | int | float], Quantity] = {}
+_QUANTITIES_LIMIT = 4096
+
 
 def qualify(name: str, driver: str) -> tuple[str, str]:
     """Split a QualifiedName into (domain, id); an unqualified name belongs to the driver."""
@@ -37,6 +42,8 @@ class Reader:
         return InvalidObject(f"{self.label}: {path}: {problem}")
 
     def obj(self, value: Any, path: str, required: bool = False) -> Mapping[str, Any]:
+        if type(value) is dict:
+            return value
         if value is None:
             if required:
                 raise self.fail(path, "required")
@@ -78,10 +85,17 @@ class Reader:
     def quantity(self, value: Any, path: str) -> Quantity:
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise self.fail(path, "must be a quantity string")
-        try:
-            return parse_quantity(str(value).strip())
-        except QuantityError as error:
-            raise self.fail(path, str(error)) from None
+        key = (type(value), value)
+        parsed = _QUANTITIES.get(key)
+        if parsed is None:
+            try:
+                parsed = parse_quantity(str(value).strip())
+            except QuantityError as error:
+                raise self.fail(path, str(error)) from None
+            if len(_QUANTITIES) >= _QUANTITIES_LIMIT:
+                _QUANTITIES.clear()
+            _QUANTITIES[key] = parsed
+        return parsed
 
     def strings(self, value: Any, path: str) -> tuple[str, ...]:
         items = self.lst(value, path)

@@ -181,26 +181,72 @@ def _policy(reader: Reader, raw: Any, path: str) -> CapacityPolicy | None:
     )
 
 
-def _device(reader: Reader, raw: Any, path: str) -> Device:
-    item = reader.obj(raw, path)
-    name = reader.string(item.get("name"), f"{path}.name", required=True) or ""
-    attributes = {
-        str(key): _attribute(reader, value, f"{path}.attributes[{key}]")
-        for key, value in reader.obj(item.get("attributes"), f"{path}.attributes").items()
-    }
-    capacity = {}
-    for key, value in reader.obj(item.get("capacity"), f"{path}.capacity").items():
+# Attribute values written the usual way, ``{"<kind>": value}`` with a value of the kind's type,
+# read without the general path below (half of parsing a case is attributes).
+_SIMPLE_ATTRIBUTES: dict[str, tuple[str, type]] = {
+    "int": ("int", int),
+    "bool": ("bool", bool),
+    "string": ("string", str),
+    "version": ("version", str),
+}
+
+
+def _attributes(reader: Reader, raw: Any, path: str) -> dict[str, AttributeValue]:
+    attributes: dict[str, AttributeValue] = {}
+    if raw is None:
+        return attributes
+    if type(raw) is not dict:
+        raw = reader.obj(raw, f"{path}.attributes")
+    for key, value in raw.items():
+        if type(value) is dict and len(value) == 1:
+            ((json_key, item),) = value.items()
+            simple = _SIMPLE_ATTRIBUTES.get(json_key)
+            if simple is not None and type(item) is simple[1]:
+                attributes[str(key)] = (simple[0], item)
+                continue
+        attributes[str(key)] = _attribute(reader, value, f"{path}.attributes[{key}]")
+    return attributes
+
+
+# Capacities written as ``{"value": "<quantity>"}`` alone, by quantity string: devices of one
+# model share them (DeviceCapacity is immutable). Bounded for long-lived processes.
+_PLAIN_CAPACITIES: dict[str, DeviceCapacity] = {}
+_PLAIN_CAPACITIES_LIMIT = 4096
+
+
+def _capacity(reader: Reader, raw: Any, path: str) -> dict[str, DeviceCapacity]:
+    capacity: dict[str, DeviceCapacity] = {}
+    if raw is None:
+        return capacity
+    if type(raw) is not dict:
+        raw = reader.obj(raw, f"{path}.capacity")
+    for key, value in raw.items():
+        amount = value.get("value") if type(value) is dict and len(value) == 1 else None
+        if type(amount) is str:
+            shared = _PLAIN_CAPACITIES.get(amount)
+            if shared is None:
+                shared = DeviceCapacity(
+                    reader.quantity(amount, f"{path}.capacity[{key}].value"), None
+                )
+                if len(_PLAIN_CAPACITIES) >= _PLAIN_CAPACITIES_LIMIT:
+                    _PLAIN_CAPACITIES.clear()
+                _PLAIN_CAPACITIES[amount] = shared
+            capacity[str(key)] = shared
+            continue
         capacity_obj = reader.obj(value, f"{path}.capacity[{key}]")
+        policy = capacity_obj.get("requestPolicy")
         capacity[str(key)] = DeviceCapacity(
             reader.quantity(capacity_obj.get("value"), f"{path}.capacity[{key}].value"),
-            _policy(
-                reader, capacity_obj.get("requestPolicy"), f"{path}.capacity[{key}].requestPolicy"
-            ),
+            None
+            if policy is None
+            else _policy(reader, policy, f"{path}.capacity[{key}].requestPolicy"),
         )
+    return capacity
+
+
+def _consumes_counters(reader: Reader, raw: Any, path: str) -> tuple[CounterConsumption, ...]:
     consumes = []
-    for index, consumption in enumerate(
-        reader.lst(item.get("consumesCounters"), f"{path}.consumesCounters")
-    ):
+    for index, consumption in enumerate(reader.lst(raw, f"{path}.consumesCounters")):
         consumption_path = f"{path}.consumesCounters[{index}]"
         consumption_obj = reader.obj(consumption, consumption_path)
         consumes.append(
@@ -212,8 +258,12 @@ def _device(reader: Reader, raw: Any, path: str) -> Device:
                 _counters(reader, consumption_obj.get("counters"), f"{consumption_path}.counters"),
             )
         )
+    return tuple(consumes)
+
+
+def _taints(reader: Reader, raw: Any, path: str) -> tuple[Taint, ...]:
     taints = []
-    for index, taint in enumerate(reader.lst(item.get("taints"), f"{path}.taints")):
+    for index, taint in enumerate(reader.lst(raw, f"{path}.taints")):
         taint_obj = reader.obj(taint, f"{path}.taints[{index}]")
         taints.append(
             Taint(
@@ -222,26 +272,56 @@ def _device(reader: Reader, raw: Any, path: str) -> Device:
                 reader.string(taint_obj.get("effect"), f"{path}.taints[{index}].effect") or "",
             )
         )
+    return tuple(taints)
+
+
+_PLAIN_DEVICE_FIELDS = frozenset({"name", "attributes", "capacity"})
+
+
+def _device(reader: Reader, raw: Any, path: str) -> Device:
+    # Fields are read in a fixed order (the first error reported is the first in that order);
+    # absent optional fields skip their reader calls, which would only build error paths.
+    item = reader.obj(raw, path)
+    name = item.get("name")
+    if type(name) is not str or not name:
+        name = reader.string(name, f"{path}.name", required=True) or ""
+    attributes = _attributes(reader, item.get("attributes"), path)
+    capacity = _capacity(reader, item.get("capacity"), path)
+    if item.keys() <= _PLAIN_DEVICE_FIELDS:
+        return Device(name, attributes, capacity)
+    get = item.get
+    consumes = get("consumesCounters")
+    taints = get("taints")
+    node_name = get("nodeName")
+    node_selector = get("nodeSelector")
+    all_nodes = get("allNodes")
+    binds_to_node = get("bindsToNode")
+    binding_conditions = get("bindingConditions")
+    binding_failure_conditions = get("bindingFailureConditions")
+    allow_multiple = get("allowMultipleAllocations")
     return Device(
         name=name,
         attributes=attributes,
         capacity=capacity,
-        consumes_counters=tuple(consumes),
-        node_name=reader.string(item.get("nodeName"), f"{path}.nodeName"),
-        node_selector=read_node_selector(reader, item.get("nodeSelector"), f"{path}.nodeSelector"),
-        node_selector_raw=item.get("nodeSelector"),
-        all_nodes=reader.boolean(item.get("allNodes"), f"{path}.allNodes"),
-        taints=tuple(taints),
-        binds_to_node=bool(reader.boolean(item.get("bindsToNode"), f"{path}.bindsToNode")),
-        binding_conditions=reader.strings(
-            item.get("bindingConditions"), f"{path}.bindingConditions"
-        ),
-        binding_failure_conditions=reader.strings(
-            item.get("bindingFailureConditions"), f"{path}.bindingFailureConditions"
-        ),
-        allow_multiple_allocations=reader.boolean(
-            item.get("allowMultipleAllocations"), f"{path}.allowMultipleAllocations"
-        ),
+        consumes_counters=() if consumes is None else _consumes_counters(reader, consumes, path),
+        taints=() if taints is None else _taints(reader, taints, path),
+        node_name=None if node_name is None else reader.string(node_name, f"{path}.nodeName"),
+        node_selector=None
+        if node_selector is None
+        else read_node_selector(reader, node_selector, f"{path}.nodeSelector"),
+        node_selector_raw=node_selector,
+        all_nodes=None if all_nodes is None else reader.boolean(all_nodes, f"{path}.allNodes"),
+        binds_to_node=binds_to_node is not None
+        and bool(reader.boolean(binds_to_node, f"{path}.bindsToNode")),
+        binding_conditions=()
+        if binding_conditions is None
+        else reader.strings(binding_conditions, f"{path}.bindingConditions"),
+        binding_failure_conditions=()
+        if binding_failure_conditions is None
+        else reader.strings(binding_failure_conditions, f"{path}.bindingFailureConditions"),
+        allow_multiple_allocations=None
+        if allow_multiple is None
+        else reader.boolean(allow_multiple, f"{path}.allowMultipleAllocations"),
     )
 
 

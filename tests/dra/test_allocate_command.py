@@ -2,6 +2,7 @@
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -104,3 +105,45 @@ def test_its_help_describes_the_input_and_output_lines():
     assert '"status": "unsatisfiable"' in text
     assert '"status": "error", "error"' in text
     assert "1.34" in text
+
+
+def test_the_plain_form_answers_without_starting_django(tmp_path):
+    # A settings module that cannot be imported stops anything that starts Django.
+    path = tmp_path / "cases.jsonl"
+    path.write_text(json.dumps(dict(case(), name="plain")) + "\n" + "[" * 1_000_000 + "\n")
+    completed = subprocess.run(
+        [sys.executable, "manage.py", "allocate", "--input", str(path), "--timeout=5"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=True,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "no_such_settings_module"},
+    )
+    outputs = [json.loads(line) for line in completed.stdout.splitlines()]
+    assert [output["status"] for output in outputs] == ["allocated", "error"]
+    assert outputs[0]["name"] == "plain"
+    assert outputs[1]["error"] == "invalid JSON: nested deeper than 100 levels"
+
+
+def test_other_arguments_go_to_the_django_command():
+    completed = subprocess.run(
+        [sys.executable, "manage.py", "allocate", "--verbosity", "2", "--timeout", "5"],
+        input=json.dumps(dict(case(), name="django")) + "\n",
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=True,
+    )
+    assert json.loads(completed.stdout.splitlines()[0])["name"] == "django"
+    refused = subprocess.run(
+        [sys.executable, "manage.py", "allocate", "--timeout", "soon"],
+        input="",
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert refused.returncode != 0
+    assert "invalid float value: 'soon'" in refused.stderr

@@ -150,3 +150,83 @@ def test_the_indexed_search_agrees_with_trying_every_node(seed):
     assert output["status"] == status
     if status == "allocated":
         assert output["node"] == chosen
+
+
+def _attribute_shapes_case():
+    """Devices whose selector view is easy to get wrong: an attribute both qualified and not
+    (in both orders), another domain, a slash in the identifier, a version that is not semver,
+    a list attribute, capacities both ways, and a second driver."""
+    gpu = [
+        {"name": "plain", "attributes": {"model": {"string": "a"}}},
+        {
+            "name": "unqualified-last",
+            "attributes": {"gpu.example.com/model": {"string": "b"}, "model": {"string": "a"}},
+        },
+        {
+            "name": "qualified-last",
+            "attributes": {"model": {"string": "a"}, "gpu.example.com/model": {"string": "b"}},
+        },
+        {"name": "other-domain", "attributes": {"other.example.com/model": {"string": "a"}}},
+        {"name": "slash", "attributes": {"a/b/c": {"string": "x"}, "model": {"int": 3}}},
+        {"name": "bad-version", "attributes": {"model": {"string": "a"}, "v": {"version": "1.x"}}},
+        {
+            "name": "good-version",
+            "attributes": {"model": {"string": "a"}, "v": {"version": "1.2.3"}},
+        },
+        {"name": "list", "attributes": {"model": {"string": "a"}, "l": {"ints": [1, 2]}}},
+        {
+            "name": "capacities",
+            "attributes": {"model": {"string": "a"}},
+            "capacity": {"memory": {"value": "1Gi"}, "gpu.example.com/memory": {"value": "2Gi"}},
+            "allowMultipleAllocations": True,
+        },
+    ]
+    other = [{"name": "other", "attributes": {"model": {"string": "a"}}}]
+    return case(
+        slices=[
+            resource_slice("gpu", devices=gpu),
+            resource_slice("other", devices=other, driver="other.example.com", pool="other"),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        'device.attributes["gpu.example.com"].model == "a"',
+        'device.driver == "gpu.example.com" && device.attributes["gpu.example.com"].model == "b"',
+        'device.attributes["other.example.com"].model == "a"',
+        'device.attributes["a"]["b/c"] == "x"',
+        'device.capacity["gpu.example.com"].memory.compareTo(quantity("1Gi")) > 0',
+        "device.allowMultipleAllocations",
+        '"model" in device.attributes["gpu.example.com"]',  # reads the whole domain
+        "device.driver != 'other.example.com'",
+    ],
+)
+def test_the_index_matches_and_fails_exactly_as_evaluating_each_device(expression):
+    from dra.cel import CelRuntimeError, compile_selector, device_input
+
+    cluster, _ = build_cluster(_attribute_shapes_case())
+    expose = cluster.features.variant == "experimental"
+    selector = compile_selector(expression)
+    expected_matches, expected_errors = [], []
+    for resource_slice_, device_ in cluster.inventory.devices:
+        label = f"{resource_slice_.driver}/{resource_slice_.pool_name}/{device_.name}"
+        try:
+            if selector.matches(device_input(device_, resource_slice_.driver, expose)):
+                expected_matches.append(label)
+        except CelRuntimeError:
+            expected_errors.append(label)
+    assert cluster.matching_devices(expression) == (
+        sorted(expected_matches, key=_uid_order(cluster)),
+        sorted(expected_errors, key=_uid_order(cluster)),
+    )
+    assert expected_errors  # the bad version and the list attribute fail every selector
+
+
+def _uid_order(cluster):
+    order = {
+        f"{resource_slice_.driver}/{resource_slice_.pool_name}/{device_.name}": device_.uid
+        for resource_slice_, device_ in cluster.inventory.devices
+    }
+    return order.__getitem__

@@ -200,3 +200,52 @@ def test_a_line_nested_just_under_the_limit_is_read():
     body = case(classes=[dict(device_class("gpu"), spec={"selectors": [], "config": [nested]})])
     outputs = _command([json.dumps(body)])
     assert outputs[0]["status"] == "allocated"
+
+
+DEPTH_ERROR = {
+    "name": None,
+    "status": "error",
+    "error": "invalid JSON: nested deeper than 100 levels",
+}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[" * 1_000_000,  # 1 MB of opening brackets, never closed
+        "[" * 101 + "]" * 101,
+        "{" + '"a":{' * 100 + "}" * 101,
+        "[" * 101 + "}" * 101,  # mismatched as well
+        "]" * 10 + "[" * 200,
+    ],
+)
+def test_a_line_nested_past_the_limit_gets_the_depth_error_at_once(line):
+    outputs = _quickly(_command, [line, json.dumps(dict(case(), name="after"))])
+    assert outputs[0] == DEPTH_ERROR
+    assert outputs[1]["status"] == "allocated"
+
+
+def test_a_line_nested_exactly_to_the_limit_is_decoded():
+    outputs = _command(["[" * 100 + "]" * 100])
+    assert outputs == [{"name": None, "status": "error", "error": "case: must be a JSON object"}]
+
+
+def test_brackets_and_escaped_quotes_inside_strings_do_not_nest():
+    name = '\\"' + "[{" * 300 + "\\\\"  # an escaped quote, brackets, an escaped backslash
+    body = json.dumps(dict(case(), name=None))[:-1] + f', "name": "{name}"' + "}"
+    outputs = _command([body])
+    assert outputs[0]["status"] == "allocated"
+    assert outputs[0]["name"] == '"' + "[{" * 300 + "\\"
+
+
+def test_lines_only_the_standard_library_decodes_still_answer_as_before():
+    body = json.dumps(dict(case(), name=None))[:-1]
+    outputs = _command([body + ', "name": NaN}', body + ', "name": "\\ud800"}', "{not json"])
+    assert outputs[0]["status"] == "allocated" and outputs[0]["name"] != outputs[0]["name"]
+    assert outputs[1]["status"] == "allocated" and outputs[1]["name"] == "\ud800"
+    assert outputs[2] == {
+        "name": None,
+        "status": "error",
+        "error": "invalid JSON: Expecting property name enclosed in double quotes: line 1 "
+        "column 2 (char 1)",
+    }

@@ -2,25 +2,20 @@
 
 Reads one case per line from stdin (or ``--input FILE``) and writes one JSON line per case to
 stdout. A line that is not valid JSON yields an error line (name null) and processing
-continues. Touches no database: it only calls the pure allocator.
+continues. Touches no database: it only calls the pure allocator. ``manage.py`` runs the plain
+form (``--input``, ``--timeout``) without starting Django (see :mod:`claims.allocation_lines`);
+this command serves every other form (``--help``, Django's own options, ``call_command``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import re
-import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from dra.allocator import DEFAULT_TIMEOUT_SECONDS, run_case
-
-MAX_JSON_DEPTH = 100
-_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
-_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
-_INNERMOST = re.compile(r"\[\]|\{\}")
+from claims.allocation_lines import answer_lines
+from dra.allocator import DEFAULT_TIMEOUT_SECONDS
 
 
 class Command(BaseCommand):
@@ -70,62 +65,9 @@ Uses no database."""
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        path = options.get("input")
-        timeout = options.get("timeout", DEFAULT_TIMEOUT_SECONDS)
-        stream = open(path, encoding="utf-8") if path else sys.stdin  # noqa: SIM115
-        try:
-            for line in stream:
-                if not line.strip():
-                    continue
-                self.stdout.write(_answer(line, timeout))
-                self.stdout.flush()
-        finally:
-            if path:
-                stream.close()
-
-
-def _answer(line: str, timeout: float) -> str:
-    """The output line for one input line, whatever the line holds."""
-    output = _run_line(line, timeout)
-    try:
-        return json.dumps(output, separators=(",", ":"))
-    except (ValueError, TypeError, RecursionError) as error:
-        name = output.get("name")
-        fallback = {
-            "name": name if isinstance(name, str | int | float | bool) else None,
-            "status": "error",
-            "error": f"internal error: the output could not be written: {error!r}",
-        }
-        return json.dumps(fallback, separators=(",", ":"))
-
-
-def _nests_too_deep(line: str) -> bool:
-    """Whether the JSON text nests deeper than MAX_JSON_DEPTH, found without recursing: strip
-    strings and everything but brackets, then peel innermost pairs one level per pass."""
-    brackets = _NOT_BRACKETS.sub("", _STRINGS.sub("", line))
-    for _ in range(MAX_JSON_DEPTH):
-        if not brackets:
-            return False
-        peeled = _INNERMOST.sub("", brackets)
-        if peeled == brackets:
-            return False  # unbalanced: json.loads reports it
-        brackets = peeled
-    return bool(brackets)
-
-
-def _run_line(line: str, timeout: float) -> dict[str, Any]:
-    if _nests_too_deep(line):
-        return {
-            "name": None,
-            "status": "error",
-            "error": f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels",
-        }
-    try:
-        case = json.loads(line)
-    except (json.JSONDecodeError, RecursionError) as error:
-        return {"name": None, "status": "error", "error": f"invalid JSON: {error}"}
-    try:
-        return run_case(case, timeout)
-    except Exception as error:  # one broken case must not stop the stream  # noqa: BLE001
-        name = case.get("name") if isinstance(case, dict) else None
-        return {"name": name, "status": "error", "error": f"internal error: {error!r}"}
+        answer_lines(
+            options.get("input"),
+            options.get("timeout", DEFAULT_TIMEOUT_SECONDS),
+            self.stdout.write,
+            self.stdout.flush,
+        )
