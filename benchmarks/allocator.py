@@ -13,6 +13,7 @@ import copy
 import json
 import os
 import platform
+import resource
 import statistics
 import sys
 import time
@@ -124,8 +125,10 @@ def cold_process_times(case: dict[str, Any], runs: int, keep: Path | None) -> No
             path = (keep or Path(scratch)) / f"{name}.jsonl"
             path.write_text(line + "\n")
             seconds: list[float] = []
+            cpu: list[float] = []
             answer: dict[str, Any] = {}
             for _ in range(runs):
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 started = time.perf_counter()
                 done = subprocess.run(
                     [sys.executable, "manage.py", "allocate", "--input", str(path)],
@@ -135,11 +138,18 @@ def cold_process_times(case: dict[str, Any], runs: int, keep: Path | None) -> No
                     check=True,
                 )
                 seconds.append(time.perf_counter() - started)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
                 answer = json.loads(done.stdout.splitlines()[-1])
             report(
-                f"cold `manage.py allocate`, {label} ({answer.get('status')})",
+                f"cold `manage.py allocate`, {label} ({answer.get('status')}): wall",
                 f"{statistics.median(seconds):.2f} s",
                 f"≤ the Go allocator on this machine (min {min(seconds):.2f} s of {runs})",
+            )
+            report(
+                "  the same, CPU (user + sys; what a loaded machine does not inflate)",
+                f"{statistics.median(cpu):.2f} s",
+                f"min {min(cpu):.2f} s",
             )
     if keep:
         print(f"  case files for the Go comparison: {keep}/cold-*.jsonl")
