@@ -117,6 +117,17 @@ class OrderingKey:
             return beyond | Q(**{f"{self.name}__isnull": True})
         return beyond
 
+    def at_or_after(self, value: Any) -> Q:
+        """Rows at ``value`` or after on this term, as one range condition (``>=``), which
+        the database answers with an index range scan where an index starts with the term;
+        an OR of ``>`` and ``=`` it does not."""
+        if value is None:
+            return Q(**{f"{self.name}__isnull": True}) if self.nulls_last else Q()
+        at = Q(**{f"{self.name}__{'lte' if self.descending else 'gte'}": value})
+        if self.field.null and self.nulls_last:
+            return at | Q(**{f"{self.name}__isnull": True})
+        return at
+
     def equal(self, value: Any) -> Q:
         return Q(**{f"{self.name}__isnull": True}) if value is None else Q(**{self.name: value})
 
@@ -147,14 +158,13 @@ def ordering_keys(queryset: QuerySet[Any]) -> list[OrderingKey]:
 
 def after_position(keys: list[OrderingKey], values: list[Any]) -> Q:
     """Rows strictly after ``values`` in the order of ``keys``: (k1 > v1) or (k1 = v1 and k2 >
-    v2) or ...; led by "k1 at or after v1", which the database answers with an index range
-    scan where an index starts with k1."""
+    v2) or ...; led by "k1 at or after v1" (``OrderingKey.at_or_after``)."""
     after = Q(pk__in=[])
     equal = Q()
     for key, value in zip(keys, values, strict=True):
         after |= equal & key.after(value)
         equal &= key.equal(value)
-    return (keys[0].after(values[0]) | keys[0].equal(values[0])) & after
+    return keys[0].at_or_after(values[0]) & after
 
 
 class KeysetPagination(LimitOffsetPagination):
