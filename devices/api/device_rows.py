@@ -8,12 +8,16 @@ page of 100 devices at 40,000 devices.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
+import msgspec
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import CharField, QuerySet, TextField, Value
+from django.db.models.functions import Cast, Concat
 from django.urls import reverse
 from django.utils.http import RFC3986_SUBDELIMS
 from rest_framework.request import Request
@@ -24,6 +28,8 @@ __all__ = ["DeviceRows"]
 
 # What ``reverse()`` leaves unquoted in a path argument (django.urls.resolvers).
 PATH_SAFE = RFC3986_SUBDELIMS + "/~:@"
+# Keys made of these alone (nearly all: Kubernetes names) are their own quoted form.
+UNQUOTED = re.compile(r"[A-Za-z0-9_.\-~!$&'()*+,;=/:@]*")
 
 
 def _link_maker(request: Request, view_name: str, sample_key: str) -> Any:
@@ -36,8 +42,9 @@ def _link_maker(request: Request, view_name: str, sample_key: str) -> Any:
     absolute_prefix = request.build_absolute_uri(prefix)
 
     def link(key: str) -> str:
-        path = quote(f"{key}/", safe=PATH_SAFE)
-        if "/./" in f"/{path}" or "/../" in f"/{path}":  # build_absolute_uri resolves these
+        path = f"{key}/" if UNQUOTED.fullmatch(key) else quote(f"{key}/", safe=PATH_SAFE)
+        # Dot segments ("/./", "/../"), which build_absolute_uri resolves.
+        if path.startswith(".") or "/." in path:
             return request.build_absolute_uri(prefix + path)
         return absolute_prefix + path
 
@@ -45,10 +52,10 @@ def _link_maker(request: Request, view_name: str, sample_key: str) -> Any:
 
 
 class DeviceRows:
-    """Renders ``Device.objects.values(*DeviceRows.columns)`` rows as ``DeviceSerializer``
-    renders devices fetched ``with_holders(user)``: holders in claims ``user`` may not see are
+    """Renders the rows of ``DeviceRows.select(devices)`` as ``DeviceSerializer`` renders
+    devices fetched ``with_holders(user)``: holders in claims ``user`` may not see are
     anonymous. Two queries per call to ``render`` whatever the number of rows (allocation
-    results, the visible claims among theirs)."""
+    results, the claims among theirs that ``user`` may see)."""
 
     columns = (
         "pk",
@@ -68,21 +75,47 @@ class DeviceRows:
         "state_reason",
         "is_tainted",
         "allow_multiple_allocations",
-        "attributes",
-        "capacity",
-        "consumes_counters",
-        "taints",
     )
+    # Read as text and decoded with msgspec: JSONField's json.loads of four documents per
+    # device was the export's largest cost.
+    json_columns = ("attributes", "capacity", "consumes_counters", "taints")
 
-    def __init__(self, request: Request, user: AbstractBaseUser | AnonymousUser) -> None:
+    @classmethod
+    def select(cls, devices: QuerySet[Device]) -> QuerySet[Any]:
+        """``devices`` as the rows ``render`` takes (its ordering kept)."""
+        return devices.values(
+            *cls.columns,
+            **{f"{name}_json": Cast(name, output_field=TextField()) for name in cls.json_columns},
+        )
+
+    # The claim models are reached through the relation: this app does not import claims.
+    results_model = Device.allocations.rel.related_model  # type: ignore[attr-defined]
+    claims_model = results_model._meta.get_field("claim").related_model
+
+    def __init__(
+        self,
+        request: Request,
+        user: AbstractBaseUser | AnonymousUser,
+        *,
+        every_visible_claim: bool = False,
+    ) -> None:
+        """``every_visible_claim``: read the names of every claim ``user`` may see once, here,
+        rather than those of each ``render``'s holders (for exports, rendered chunk by chunk:
+        memory grows with the claims the user sees, not with the devices)."""
         self.user = user
         self.device_link = _link_maker(request, "api:device-detail", "driver/pool/name")
         self.claim_link = _link_maker(request, "api:resourceclaim-detail", "namespace/name")
+        self._visible_claims = self._claims_among(None) if every_visible_claim else None
 
-    def render(self, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    def render(
+        self, rows: Iterable[dict[str, Any]], device_ids: QuerySet[Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """``rows`` as the serializer renders them. ``device_ids`` (a query of the rows' pks)
+        replaces the list of their ids in the query of holders: cheaper for long chunks."""
         rows = list(rows)
-        holders = self._holders([row["pk"] for row in rows])
+        holders = self._holders([row["pk"] for row in rows] if device_ids is None else device_ids)
         link = self.device_link
+        decode = msgspec.json.decode
         return [
             {
                 "url": link(f"{row['driver']}/{row['pool_name']}/{row['name']}"),
@@ -104,43 +137,48 @@ class DeviceRows:
                 "observed_by": holders[row["pk"], True],
                 "is_tainted": row["is_tainted"],
                 "allow_multiple_allocations": row["allow_multiple_allocations"],
-                "attributes": row["attributes"],
-                "capacity": row["capacity"],
-                "consumes_counters": row["consumes_counters"],
-                "taints": row["taints"],
+                "attributes": decode(row["attributes_json"]),
+                "capacity": decode(row["capacity_json"]),
+                "consumes_counters": decode(row["consumes_counters_json"]),
+                "taints": decode(row["taints_json"]),
             }
             for row in rows
         ]
 
-    def _holders(self, device_ids: list[int]) -> defaultdict[tuple[int, bool], list[Any]]:
+    def _holders(
+        self, device_ids: list[int] | QuerySet[Any]
+    ) -> defaultdict[tuple[int, bool], list[Any]]:
         """``{(device id, admin_access): [holder, ...]}`` in the serializer's order."""
         found: defaultdict[tuple[int, bool], list[Any]] = defaultdict(list)
-        if not device_ids:
+        if isinstance(device_ids, list) and not device_ids:
             return found
-        # The claim models are reached through the relation: this app does not import claims.
-        results_model = Device.allocations.rel.related_model  # type: ignore[attr-defined]
-        claims_model = results_model._meta.get_field("claim").related_model
         results = list(
-            results_model.objects.filter(device_id__in=device_ids)
+            self.results_model.objects.filter(device_id__in=device_ids)
             .order_by("admin_access", "pk")
             .values_list("device_id", "admin_access", "claim_id", "request", "share_id")
         )
-        visible = dict(
-            (pk, f"{namespace}/{name}")
-            for pk, namespace, name in claims_model.objects.visible_to(self.user)
-            .filter(pk__in={claim_id for _, _, claim_id, _, _ in results})
-            .values_list("pk", "namespace", "name")
-        )
+        claims = self._visible_claims
+        if claims is None:
+            claims = self._claims_among({claim_id for _, _, claim_id, _, _ in results})
         for device_id, admin_access, claim_id, request, share_id in results:
-            claim = visible.get(claim_id)
+            claim = claims.get(claim_id)
             found[device_id, admin_access].append(
                 {"claim": None, "url": None, "request": None, "share_id": share_id}
                 if claim is None
-                else {
-                    "claim": claim,
-                    "url": self.claim_link(claim),
-                    "request": request,
-                    "share_id": share_id,
-                }
+                else {"claim": claim[0], "url": claim[1], "request": request, "share_id": share_id}
             )
         return found
+
+    def _claims_among(self, claim_ids: Iterable[int] | None) -> dict[int, tuple[str, str]]:
+        """``{pk: ("namespace/name", url)}`` of the claims among ``claim_ids`` that the user may
+        see (``visible_to``): the names of the others are never read."""
+        claims = self.claims_model.objects.visible_to(self.user)
+        if claim_ids is not None:
+            claims = claims.filter(pk__in=claim_ids)
+        link = self.claim_link
+        return {
+            pk: (key, link(key))
+            for pk, key in claims.order_by().values_list(
+                "pk", Concat("namespace", Value("/"), "name", output_field=CharField())
+            )
+        }

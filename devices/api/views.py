@@ -153,7 +153,7 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
         return Device.objects.visible_to(self.request.user)
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        rows = self.filter_queryset(self.get_queryset()).values(*DeviceRows.columns)
+        rows = DeviceRows.select(self.filter_queryset(self.get_queryset()))
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(DeviceRows(request, request.user).render(page or []))
 
@@ -198,13 +198,13 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
     )
     def export(self, request: Request) -> StreamingHttpResponse:
         # Filtered before streaming starts, so that bad filters answer a JSON 400.
-        rows = self.filter_queryset(self.get_queryset()).values(*DeviceRows.columns)
-        devices = DeviceRows(request, request.user)
+        rows = DeviceRows.select(self.filter_queryset(self.get_queryset()))
+        devices = DeviceRows(request, request.user, every_visible_claim=True)
 
         def lines() -> Iterator[bytes]:
-            # Three queries per chunk (rows, allocation results, visible claims).
-            for chunk in keyset_chunks(rows, EXPORT_CHUNK):
-                yield json_lines(devices.render(chunk))
+            # Two queries per chunk: its rows, and their holders (by a subquery of the chunk).
+            for chunk, query in keyset_chunks(rows, EXPORT_CHUNK):
+                yield json_lines(devices.render(chunk, device_ids=query.values("pk")))
 
         response = StreamingHttpResponse(lines(), content_type="application/x-ndjson")
         response["Content-Disposition"] = 'attachment; filename="devices.jsonl"'

@@ -336,21 +336,22 @@ class KeysetPagination(LimitOffsetPagination):
         ]
 
 
-def keyset_chunks(queryset: QuerySet[Any], size: int) -> Iterator[list[Any]]:
+def keyset_chunks(queryset: QuerySet[Any], size: int) -> Iterator[tuple[list[Any], QuerySet[Any]]]:
     """Every row of ``queryset``, in its order (``ordering_keys``), as lists of at most
     ``size`` rows, each read by one query starting after the previous chunk's last row: an
     index range scan each where an index matches the order, and nothing held open between
-    chunks (no transaction, no server-side cursor) while a response streams them."""
+    chunks (no transaction, no server-side cursor) while a response streams them. Each chunk
+    comes with the query that read it, to use as a subquery."""
     keys = ordering_keys(queryset)
     ordered = queryset.order_by(*(key.expression for key in keys))
-    page = ordered
+    page = ordered[:size]
     while True:
-        rows = list(page[:size])
+        rows = list(page)
         if rows:
-            yield rows
+            yield rows, page
         if len(rows) < size:
             return
-        page = ordered.filter(after_position(keys, position_of(keys, rows[-1])))
+        page = ordered.filter(after_position(keys, position_of(keys, rows[-1])))[:size]
 
 
 def position_of(keys: list[OrderingKey], row: Any) -> list[Any]:

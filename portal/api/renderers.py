@@ -32,7 +32,7 @@ _encoder = msgspec.json.Encoder(enc_hook=_encode_other)
 def _escape_line_separators(body: bytes) -> bytes:
     """U+2028 and U+2029 escaped, as JSONRenderer does, so that the JSON is a JavaScript
     subset."""
-    if b"\xe2\x80\xa8" in body or b"\xe2\x80\xa9" in body:
+    if b"\xe2\x80" in body:
         body = body.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
     return body
 
