@@ -199,7 +199,7 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
     def export(self, request: Request) -> StreamingHttpResponse:
         # Filtered before streaming starts, so that bad filters answer a JSON 400.
         rows = DeviceRows.select(self.filter_queryset(self.get_queryset()))
-        devices = DeviceRows(request, request.user, every_visible_claim=True)
+        devices = DeviceRows(request, request.user, every_visible_claim=True, raw_json=True)
 
         def lines() -> Iterator[bytes]:
             # Two queries per chunk: its rows, and their holders (by a subquery of the chunk).

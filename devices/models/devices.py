@@ -159,8 +159,9 @@ class Device(models.Model):
             models.UniqueConstraint(fields=["resource_slice", "name"], name="one_device_per_slice")
         ]
         indexes = [
-            # The device list's order: a page is an index range scan, not a sort of all rows.
-            models.Index(fields=["node_name", "driver", "pool_name", "name"]),
+            # The device list's order, its primary key last (the API's cursors end with it):
+            # a page, or skipping to a deep offset, is an index (only) scan, not a sort.
+            models.Index(fields=["node_name", "driver", "pool_name", "name", "id"]),
             models.Index(fields=["driver", "pool_name", "name"]),
             models.Index(fields=["model_name", "node_name"]),
         ]

@@ -199,7 +199,7 @@ class KeysetPagination(LimitOffsetPagination):
         raw = single_value(request, self.cursor_query_param)
         if raw is None:
             self.cursor_mode = False
-            rows = super().paginate_queryset(queryset, request, view)
+            rows = self.offset_page(queryset, request)
             if rows and self.offset + len(rows) < self.count:
                 self.next_position = self.position(rows[-1])
             return rows
@@ -229,6 +229,21 @@ class KeysetPagination(LimitOffsetPagination):
             self.next_position = self.position(rows[-1]) if more else None
             self.previous_position = self.position(rows[0])
         return rows
+
+    def offset_page(self, queryset: QuerySet[Any], request: Request) -> list[Any]:
+        """LimitOffsetPagination's page, but past the first page the database skips the
+        ``offset`` rows reading their primary keys only, then reads the page's rows whole:
+        skipping whole rows computed every column of each (text of JSON columns, joins)."""
+        self.count = self.get_count(queryset)
+        self.offset = self.get_offset(request)
+        if self.count > self.limit and self.template is not None:
+            self.display_page_controls = True
+        if self.count == 0 or self.offset > self.count:
+            return []
+        if self.offset == 0:
+            return list(queryset[: self.limit])
+        keys = queryset.values_list("pk", flat=True)[self.offset : self.offset + self.limit]
+        return list(queryset.filter(pk__in=list(keys)))
 
     def position(self, row: Any) -> list[Any]:
         return position_of(self.keys, row)
