@@ -116,3 +116,14 @@ def test_a_tenant_member_exports_only_what_the_list_shows_them(api_as, carol, mi
     body = b"".join(response.streaming_content).decode()
     assert "gpu-test1" not in body
     assert '"held_by":[{"claim":null,"url":null,"request":null,"share_id":""}]' in body
+
+
+def test_the_browsable_api_and_indented_json_still_render_the_list(
+    client_as, bob, mirrored_cluster
+):
+    client = client_as(bob)
+    page = client.get(f"{URL}?format=api&limit=3")
+    assert page.status_code == 200 and b"next_cursor" in page.content
+    indented = client.get(f"{URL}?limit=3", HTTP_ACCEPT="application/json; indent=2")
+    assert indented.content.startswith(b'{\n  "count": ')
+    assert json.loads(indented.content) == client.get(f"{URL}?limit=3").json()
