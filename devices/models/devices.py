@@ -134,7 +134,6 @@ class Device(models.Model):
         choices=DeviceState.choices,
         default=DeviceState.FREE,
         db_default=DeviceState.FREE,
-        db_index=True,
     )
     # Why the device is in its state, in words ("held by team-a-dev/train-0", "counters used by
     # gpu-0-mig-1g.5gb-0, ...", "2 of 8 shares' capacity used"); blank when free.
@@ -162,6 +161,9 @@ class Device(models.Model):
             # The device list's order, its primary key last (the API's cursors end with it):
             # a page, or skipping to a deep offset, is an index (only) scan, not a sort.
             models.Index(fields=["node_name", "driver", "pool_name", "name", "id"]),
+            # The list filtered by state (free devices sit at the end of the node order at
+            # scale): also every count and filter by state, which the state alone served.
+            models.Index(fields=["state", "node_name", "driver", "pool_name", "name", "id"]),
             models.Index(fields=["driver", "pool_name", "name"]),
             models.Index(fields=["model_name", "node_name"]),
         ]
