@@ -58,7 +58,8 @@ __all__ = [
     "ResourceSliceViewSet",
 ]
 
-EXPORT_CHUNK = 2000
+# Rows per query of the export: 5000 cost a quarter less than 2000 at 40,000 devices.
+EXPORT_CHUNK = 5000
 # Kubernetes object names may contain dots (DRF's default lookup pattern excludes them) and are
 # at most 253 characters: a longer one names nothing, and is the router's 404.
 NAME = r"[^/]{1,253}"
@@ -180,8 +181,9 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
         description=(
             "Streams one JSON object per line (the device representation of this API), for "
             "every device matching the same filters and ordering as the list, without "
-            "pagination. Memory use is constant: rows are read in chunks of 2000, each "
-            "starting after the last row of the one before."
+            "pagination. Rows are read in chunks of 5000, each starting after the last row "
+            "of the one before: memory grows with the chunk and the claims you may see, not "
+            "with the devices."
         ),
         responses={
             (200, "application/x-ndjson"): OpenApiResponse(
