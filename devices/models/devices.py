@@ -158,14 +158,13 @@ class Device(models.Model):
             models.UniqueConstraint(fields=["resource_slice", "name"], name="one_device_per_slice")
         ]
         indexes = [
-            # The device list's order, its primary key last (the API's cursors end with it):
-            # a page, or skipping to a deep offset, is an index (only) scan, not a sort.
-            models.Index(fields=["node_name", "driver", "pool_name", "name", "id"]),
-            # The list filtered by state (free devices sit at the end of the node order at
-            # scale): also every count and filter by state, which the state alone served.
-            models.Index(fields=["state", "node_name", "driver", "pool_name", "name", "id"]),
+            # The device list's order: a page is an index range scan, not a sort of all rows.
+            models.Index(fields=["node_name", "driver", "pool_name", "name"]),
             models.Index(fields=["driver", "pool_name", "name"]),
             models.Index(fields=["model_name", "node_name"]),
+            # The list filtered by state in the list's order, key last (free devices sit at
+            # the end of the node order at scale); also every count and filter by state.
+            models.Index(fields=["state", "node_name", "driver", "pool_name", "name", "id"]),
         ]
 
     def __str__(self) -> str:
