@@ -587,6 +587,109 @@ def query_count(client: Any, url: str) -> tuple[int, int]:
     return len(captured), response.status_code
 
 
+def report_timings(label: str, timings: list[float], statuses: list[int], limit_ms: float) -> None:
+    p95 = percentile(timings, 0.95)
+    bad = sorted({s for s in statuses if s != 200})
+    report(
+        f"{label}: p50 / p95",
+        f"{percentile(timings, 0.5):.0f} / {p95:.0f} ms",
+        f"p95 ≤ {limit_ms:.0f} ms",
+        p95 <= limit_ms and not bad,
+    )
+    if bad:
+        print(f"    non-200 answers: {bad}")
+
+
+def next_cursors(client: Any, urls: list[str]) -> list[str | None]:
+    """The ``next_cursor`` each URL's answer advertises (None where the API has none)."""
+    return [client.get(url).json().get("next_cursor") for url in urls]
+
+
+def api_timings(client: Any, api_url: str, devices: int, rounds: int) -> None:
+    """The device API: first page, deep pages by offset and by cursor, a filtered list, and
+    the JSON Lines export of every device."""
+    pages = max(1, devices // 100)
+    cases = [("API /api/v1/devices/?limit=100, first page", [f"{api_url}?limit=100"] * rounds)]
+    # Deep pages: around the 300th of 400 (offset 29,900 at S40k), each a different page.
+    deep = [min(pages - 1, max(1, pages * 3 // 4 + i - rounds // 2)) for i in range(rounds)]
+    cases.append(
+        (
+            "API ?limit=100&offset=… (pages ~300 of 400, by offset)",
+            [f"{api_url}?limit=100&offset={page * 100}" for page in deep],
+        )
+    )
+    # The cursor of page N is what page N-1 advertises (one untimed request each).
+    cursors = next_cursors(client, [f"{api_url}?limit=100&offset={(p - 1) * 100}" for p in deep])
+    has_cursors = all(cursors)
+    if has_cursors:
+        cases.append(
+            (
+                "API ?limit=100&cursor=… (the same deep pages, by cursor)",
+                [f"{api_url}?limit=100&cursor={cursor}" for cursor in cursors],
+            )
+        )
+    else:
+        print("  (no next_cursor in the device API's answers: cursor pages not timed)")
+    query = "state=free&driver=gpu.nvidia.com"
+    cases.append(
+        (
+            f"API ?limit=100&{query}, first page",
+            [f"{api_url}?limit=100&{query}"] * rounds,
+        )
+    )
+    filtered_count = client.get(f"{api_url}?limit=1&{query}").json()["count"]
+    filtered_pages = max(1, filtered_count // 100)
+    offsets = [((i * 7) % filtered_pages) * 100 for i in range(rounds)]
+    cases.append(
+        (
+            f"API ?limit=100&{query}&offset=… (pages through the list)",
+            [f"{api_url}?limit=100&{query}&offset={offset}" for offset in offsets],
+        )
+    )
+    if has_cursors and filtered_pages > 1:
+        cursors = next_cursors(
+            client,
+            [f"{api_url}?limit=100&{query}&offset={max(0, o - 100)}" for o in offsets if o],
+        )
+        cases.append(
+            (
+                f"API ?limit=100&{query}&cursor=… (the same pages)",
+                [f"{api_url}?limit=100&{query}&cursor={cursor}" for cursor in cursors if cursor],
+            )
+        )
+    for label, urls in cases:
+        time_requests(client, urls[:5])  # warm up
+        timings, statuses = time_requests(client, urls)
+        report_timings(label, timings, statuses, 50)
+
+    export_url = f"{api_url}export/"
+    timings, lines = [], set()
+    for _ in range(max(3, rounds // 10)):
+        started = time.perf_counter()
+        response = client.get(export_url)
+        body = b"".join(response.streaming_content)
+        timings.append((time.perf_counter() - started) * 1000)
+        lines.add(body.count(b"\n"))
+    report(
+        f"API export/ (JSON Lines, {sorted(lines)} lines): p50 / max of {len(timings)}",
+        f"{percentile(timings, 0.5):.0f} / {max(timings):.0f} ms",
+        "≤ 2,000 ms",
+        max(timings) <= 2000 and lines == {devices},
+    )
+
+    styles = {"offset": f"{api_url}?offset=100&"}
+    if has_cursors:
+        styles["cursor"] = f"{api_url}?cursor={next_cursors(client, [f'{api_url}?limit=100'])[0]}&"
+    for style, url in styles.items():
+        counts = [query_count(client, f"{url}limit={limit}")[0] for limit in (10, 100)]
+        report(
+            f"API: SQL queries for limit=10 / limit=100, by {style}",
+            " / ".join(str(c) for c in counts),
+            "constant",
+            len(set(counts)) == 1,
+        )
+
+
 def page_timings(rounds: int) -> bool:
     """Device list page and API timings; False when those URLs are not there yet."""
     from django.contrib.auth import get_user_model
@@ -662,39 +765,7 @@ def page_timings(rounds: int) -> bool:
         len({c for c, _ in counts.values()}) == 1,
     )
 
-    urls = [
-        f"{api_url}?limit=100&offset={(i * 7919 * 100) % max(1, devices - 100)}"
-        for i in range(rounds)
-    ]
-    time_requests(client, urls[:5])
-    timings, statuses = time_requests(client, urls)
-    p95 = percentile(timings, 0.95)
-    report(
-        "API /api/v1/devices/?limit=100&offset=…: p50 / p95",
-        f"{percentile(timings, 0.5):.0f} / {p95:.0f} ms",
-        "p95 ≤ 50 ms",
-        p95 <= 50 and all(s == 200 for s in statuses),
-    )
-    urls = [
-        f"{api_url}?limit=100&state=free&driver=gpu.nvidia.com&offset={(i * 100) % 3900}"
-        for i in range(rounds)
-    ]
-    time_requests(client, urls[:5])
-    timings, statuses = time_requests(client, urls)
-    p95 = percentile(timings, 0.95)
-    report(
-        "API ?limit=100&state=free&driver=gpu.nvidia.com: p50 / p95",
-        f"{percentile(timings, 0.5):.0f} / {p95:.0f} ms",
-        "p95 ≤ 50 ms",
-        p95 <= 50 and all(s == 200 for s in statuses),
-    )
-    counts = {limit: query_count(client, f"{api_url}?limit={limit}") for limit in (10, 100)}
-    report(
-        "API: SQL queries for limit=10 / limit=100",
-        " / ".join(str(c) for c, _ in counts.values()),
-        "constant",
-        len({c for c, _ in counts.values()}) == 1,
-    )
+    api_timings(client, api_url, devices, rounds)
     return True
 
 

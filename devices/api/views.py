@@ -2,7 +2,9 @@
 classes, resource slices.
 
 Lists use the pages' FilterSets (STYLE §6) and the same per-row annotations, so a page of
-the API costs a constant number of queries.
+the API costs a constant number of queries. The device list and export, read at 40,000
+devices, render ``.values()`` rows (``DeviceRows``) rather than serializer instances, and page
+by cursor (``KeysetPagination``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from devices.filtersets import (
 from devices.models import Device, DeviceClass, Node, ResourceSlice
 from devices.telemetry.reads import device_utilisation, node_utilisation
 from devices.views.devices import get_device
+from portal.api.pagination import KeysetPagination, keyset_chunks
+from portal.api.renderers import FastJSONRenderer, json_lines
 from portal.api.utilisation import (
     RANGE_PARAMETER,
     UTILISATION_RESPONSE,
@@ -38,6 +42,7 @@ from portal.api.utilisation import (
     utilisation_response,
 )
 
+from .device_rows import DeviceRows
 from .serializers import (
     DeviceClassSerializer,
     DeviceSerializer,
@@ -53,7 +58,8 @@ __all__ = [
     "ResourceSliceViewSet",
 ]
 
-EXPORT_CHUNK = 2000
+# Rows per query of the export: 5000 cost a quarter less than 2000 at 40,000 devices.
+EXPORT_CHUNK = 5000
 # Kubernetes object names may contain dots (DRF's default lookup pattern excludes them) and are
 # at most 253 characters: a longer one names nothing, and is the router's 404.
 NAME = r"[^/]{1,253}"
@@ -130,23 +136,27 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
     """Every published device with its state and the claims holding it; ``export/`` streams
     them all as JSON Lines. One device is addressed as ``<driver>/<pool>/<device>`` (its
     stable identity: pool names may contain ``/``). Holders in a tenant you are not in are
-    shown without their namespace or name."""
+    shown without their namespace or name.
+
+    The list pages by ``?cursor=`` as well as ``?limit=&offset=``; its devices and the
+    export's are ``DeviceSerializer``'s representation, rendered by ``DeviceRows``."""
 
     serializer_class = DeviceSerializer
     filterset_class = DeviceFilterSet
+    pagination_class = KeysetPagination
+    renderer_classes = [FastJSONRenderer, renderers.BrowsableAPIRenderer]
     ordering_fields = ["node_name", "driver", "name", "model_name", "memory_bytes"]
     lookup_url_kwarg = "key"
     # driver and device names have no "/"; the pool between them may.
     lookup_value_regex = r"[^/]{1,253}/.{1,253}/[^/]{1,253}"
 
     def get_queryset(self) -> QuerySet[Device]:
-        # The raw objects are large and not part of this representation.
-        return (
-            Device.objects.visible_to(self.request.user)
-            .select_related("resource_slice")
-            .defer("raw", "resource_slice__raw")
-            .with_holders(self.request.user)
-        )
+        return Device.objects.visible_to(self.request.user)
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        rows = DeviceRows.select(self.filter_queryset(self.get_queryset()))
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(DeviceRows(request, request.user).render(page or []))
 
     def finalize_response(self, request, response, *args, **kwargs):  # type: ignore[no-untyped-def]
         """Errors of the export (bad filters, no credentials) are JSON like every API error."""
@@ -170,8 +180,10 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
         summary="Export every device as JSON Lines",
         description=(
             "Streams one JSON object per line (the device representation of this API), for "
-            "every device matching the same filters as the list, without pagination. Memory "
-            "use is constant: rows are read in chunks of 2000."
+            "every device matching the same filters and ordering as the list, without "
+            "pagination. Rows are read in chunks of 5000, each starting after the last row "
+            "of the one before: memory grows with the chunk and the claims you may see, not "
+            "with the devices."
         ),
         responses={
             (200, "application/x-ndjson"): OpenApiResponse(
@@ -183,18 +195,18 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
         detail=False,
         methods=["get"],
         url_path="export",
-        renderer_classes=[JSONLinesRenderer, renderers.JSONRenderer],
+        renderer_classes=[JSONLinesRenderer, FastJSONRenderer],
         pagination_class=None,
     )
     def export(self, request: Request) -> StreamingHttpResponse:
         # Filtered before streaming starts, so that bad filters answer a JSON 400.
-        queryset = self.filter_queryset(self.get_queryset())
-        context = self.get_serializer_context()
+        rows = DeviceRows.select(self.filter_queryset(self.get_queryset()))
+        devices = DeviceRows(request, request.user, every_visible_claim=True, raw_json=True)
 
-        def lines() -> Iterator[str]:
-            # Holders are prefetched per chunk: constant memory, a few queries per chunk.
-            for device in queryset.iterator(chunk_size=EXPORT_CHUNK):
-                yield json.dumps(DeviceSerializer(device, context=context).data) + "\n"
+        def lines() -> Iterator[bytes]:
+            # Two queries per chunk: its rows, and their holders (by a subquery of the chunk).
+            for chunk, query in keyset_chunks(rows, EXPORT_CHUNK):
+                yield json_lines(devices.render(chunk, device_ids=query.values("pk")))
 
         response = StreamingHttpResponse(lines(), content_type="application/x-ndjson")
         response["Content-Disposition"] = 'attachment; filename="devices.jsonl"'

@@ -134,7 +134,6 @@ class Device(models.Model):
         choices=DeviceState.choices,
         default=DeviceState.FREE,
         db_default=DeviceState.FREE,
-        db_index=True,
     )
     # Why the device is in its state, in words ("held by team-a-dev/train-0", "counters used by
     # gpu-0-mig-1g.5gb-0, ...", "2 of 8 shares' capacity used"); blank when free.
@@ -166,6 +165,9 @@ class Device(models.Model):
             ),
             models.Index(fields=["driver", "pool_name", "name"]),
             models.Index(fields=["model_name", "node_name"]),
+            # The list filtered by state in the list's order, key last (free devices sit at
+            # the end of the node order at scale); also every count and filter by state.
+            models.Index(fields=["state", "node_name", "driver", "pool_name", "name", "id"]),
         ]
 
     def __str__(self) -> str:
