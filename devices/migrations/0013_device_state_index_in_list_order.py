@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('devices', '0011_telemetry_rows_updated_in_place'),
+        ('devices', '0012_device_list_order_holds_the_key'),
     ]
 
     operations = [
