@@ -202,7 +202,8 @@ def _consumed_amount(
         step, minimum = policy.step.ceil_int(), policy.min.ceil_int()
         added = requested.ceil_int() - minimum
         steps = -(-added // step) if step else 0
-        return Quantity(Fraction(minimum + step * steps), policy.step.format)
+        # Upstream builds the rounded amount with resource.NewQuantity(…, BinarySI).
+        return Quantity(Fraction(minimum + step * steps), "BinarySI")
     if policy.valid_values is not None:
         for valid in policy.valid_values:
             if requested <= valid:
@@ -227,17 +228,6 @@ def _violates_policy(amount: Quantity, policy: CapacityPolicy | None) -> bool:
     return False
 
 
-def _capacity_name(name: str, driver: str, capacity: dict[str, Any]) -> str | None:
-    if name in capacity:
-        return name
-    domain, slash, identifier = name.partition("/")
-    if slash and domain == driver and identifier in capacity:
-        return identifier
-    if not slash and f"{driver}/{name}" in capacity:
-        return f"{driver}/{name}"
-    return None
-
-
 def request_capacity_fits(
     request: ExactRequest,
     candidate: Candidate,
@@ -245,13 +235,11 @@ def request_capacity_fits(
     allocating: dict[str, Fraction],
 ) -> dict[str, Quantity] | None:
     """Consumed capacity per device capacity if the request fits (§10), else None."""
-    capacity = dict(candidate.device.capacity)
-    requested: dict[str, Quantity] = {}
-    for name, amount in (request.capacity_requests or {}).items():
-        resolved = _capacity_name(name, candidate.pool.driver, capacity)
-        if resolved is None:
-            return None
-        requested[resolved] = amount
+    capacity = candidate.device.capacity
+    requested = request.capacity_requests or {}
+    # Names compare exactly (1.34 to 1.36): "gpu.example.com/mem" does not find "mem".
+    if any(name not in capacity for name in requested):
+        return None
     result: dict[str, Quantity] = {}
     for name, device_capacity in capacity.items():
         amount = _consumed_amount(
@@ -612,8 +600,10 @@ class NodeAllocation:
 
         def undo() -> None:
             results.pop()
-            if consumed is not None:
-                totals = self.allocating_capacity[key]
+            # Upstream drops a device's entry once its shares add up to zero and ignores a
+            # removal that finds none: shares of zero leave nothing to subtract from.
+            totals = self.allocating_capacity.get(key)
+            if consumed is not None and totals is not None:
                 for name, amount in consumed.items():
                     totals[name] -= amount.value
                 if not any(totals.values()):

@@ -113,3 +113,32 @@ def test_dedicated_devices_use_the_capacity_request_only_as_a_filter():
     output = run(claims=asking("50"), slices=slices)
     assert devices_of(output) == ["big"]
     assert "shareID" not in output["allocations"][0]["devices"]["results"][0]
+
+
+def test_a_requested_capacity_name_must_match_the_device_s_exactly():
+    # Upstream (1.34 to 1.36) looks the request's names up as written: the driver's domain
+    # is not added or dropped, so "gpu.example.com/compute" misses a capacity named "compute".
+    qualified = [claim(requests=[request(capacity={"requests": {"gpu.example.com/compute": "1"}})])]
+    assert run(claims=qualified, slices=shared_gpu())["status"] == "unsatisfiable"
+    assert run(claims=asking("1"), slices=shared_gpu())["status"] == "allocated"
+
+
+def test_step_rounded_amounts_are_printed_as_binary_si():
+    # roundUpRange returns resource.NewQuantity(value, BinarySI), whatever the step's format.
+    policy = {"default": "1024", "validRange": {"min": "0", "step": "1024"}}
+    output = run(claims=asking("1500"), slices=shared_gpu(policy, value="8192"))
+    assert output["allocations"][0]["devices"]["results"][0]["consumedCapacity"] == {
+        "compute": "2Ki"
+    }
+    # Amounts taken as they are keep their own spelling.
+    output = run(claims=asking("2048"), slices=shared_gpu(value="8192"))
+    assert output["allocations"][0]["devices"]["results"][0]["consumedCapacity"] == {
+        "compute": "2048"
+    }
+
+
+def test_backing_out_of_a_zero_share_after_a_larger_one_is_not_a_crash():
+    # The second share brings the device's running total back to zero when it is undone;
+    # undoing the first (zero) share then finds nothing to subtract from, as upstream.
+    output = run(claims=asking("0", "40", "101"), slices=shared_gpu())
+    assert output["status"] == "unsatisfiable"
