@@ -142,3 +142,52 @@ def test_backing_out_of_a_zero_share_after_a_larger_one_is_not_a_crash():
     # undoing the first (zero) share then finds nothing to subtract from, as upstream.
     output = run(claims=asking("0", "40", "101"), slices=shared_gpu())
     assert output["status"] == "unsatisfiable"
+
+
+def two_device_slice(first):
+    shared = {"name": "gpu-1", "allowMultipleAllocations": True}
+    shared["capacity"] = {"compute": {"value": "100"}}
+    return [resource_slice(devices=[first, shared])]
+
+
+def test_1_34_checks_the_capacity_of_the_slice_s_device_at_the_request_s_device_index():
+    # 1.34's allocateDevice re-checks the capacity of slice.Spec.Devices[r.deviceIndex], the
+    # device's index within the request, not within the slice (fixed in 1.35). For the first
+    # device of a request that is the slice's first device, which lacks "compute" here.
+    slices = two_device_slice({"name": "gpu-0"})
+    assert run(claims=asking("10"), slices=slices, version="1.34")["status"] == "unsatisfiable"
+    assert devices_of(run(claims=asking("10"), slices=slices, version="1.35")) == ["gpu-1"]
+    # Where the slice's first device has room too, 1.34 takes gpu-1 as the others do.
+    roomy = {"name": "gpu-0", "capacity": {"compute": {"value": "10"}}}
+    output = run(claims=asking("10"), slices=two_device_slice(roomy), version="1.34")
+    assert devices_of(output) == ["gpu-0"]
+    output = run(
+        claims=[
+            claim(
+                requests=[
+                    request(
+                        selectors=["device.allowMultipleAllocations"],
+                        capacity={"requests": {"compute": "10"}},
+                    )
+                ]
+            )
+        ],
+        slices=two_device_slice(roomy),
+        version="1.34",
+    )
+    assert devices_of(output) == ["gpu-1"]
+
+
+def test_1_34_fails_the_second_device_of_a_request_in_a_one_device_slice():
+    # The second device of a request is checked as slice.Spec.Devices[1]: past the end of a
+    # one-device slice, where upstream 1.34 panics. 1.35 gives the shared device twice, 1.36
+    # starts the second device after the first and finds none.
+    claims = [claim(requests=[request(count=2, capacity={"requests": {"compute": "10"}})])]
+    output = run(claims=claims, slices=shared_gpu(), version="1.34")
+    assert output["status"] == "error"
+    assert "index out of range [1] with length 1" in output["error"]
+    assert devices_of(run(claims=claims, slices=shared_gpu(), version="1.35")) == [
+        "gpu-0",
+        "gpu-0",
+    ]
+    assert run(claims=claims, slices=shared_gpu(), version="1.36")["status"] == "unsatisfiable"
