@@ -18,9 +18,14 @@ upstream's ``structured/internal/experimental/consumable_capacity.go`` (1.34 to 
   each device at most once (the next slot starts after the previous device), 1.35 may give a
   shared device to the same request again; a result held without a ``shareID`` holds the device.
 
-1.34 re-checks the capacity of the wrong device while taking one (see
-``test_consumable_capacity.py``), so its cases keep every device in a slice of its own and every
-request at one device, where that re-check looks at the device itself.
+- 1.34 also checks, while taking a device for the k-th device of a request, the capacity of the
+  k-th device of the same slice (its allocateDevice passes the index within the request where
+  the index within the slice belongs; fixed in 1.35).
+
+The comparison: same status, the allocator's picks valid under these rules with the same
+consumed amounts (as upstream prints them), and the same picks as the reference's first valid
+assignment (every rule is a function of the assignment so far, so the depth-first search and
+the lexicographic enumeration find the same first solution).
 """
 
 from __future__ import annotations
@@ -110,6 +115,7 @@ class Random:
     claims: int
     match_color: list[bool]
     existing: list[Existing] = field(default_factory=list)
+    slices: list[list[Dev]] = field(default_factory=list)
 
 
 def _value(text: str) -> Fraction:
@@ -159,6 +165,12 @@ def _random_amount(rng: random.Random, unit: int) -> str:
 
 def _random(seed: int, version: str) -> Random:
     rng = random.Random(seed)
+    # 1.34 re-checks the capacity of the device at the slot's index within the request in the
+    # chosen device's slice: either every device alone in its slice and one device a request
+    # (the re-check looks at the device itself), or all devices shared in one slice without
+    # constraints, so that a failed re-check leaves nothing behind that the reference could
+    # not see (upstream keeps a dedicated device marked and a constraint's value).
+    one_slice = version == "1.34" and rng.random() < 0.5
     # 1024 makes step-rounded amounts print as BinarySI ("2Ki"), unlike the inputs ("2048").
     unit = rng.choice((1, 1, 1024))
     devices = []
@@ -168,7 +180,8 @@ def _random(seed: int, version: str) -> Random:
             capacity["mem"] = _random_capacity(rng, unit)
         if rng.random() < 0.2:
             capacity["bw"] = Capacity(str(unit * rng.randint(2, 6)))
-        devices.append(Dev(f"d{index}", rng.choice(COLORS), rng.random() < 0.75, capacity, index))
+        shared = one_slice or rng.random() < 0.75
+        devices.append(Dev(f"d{index}", rng.choice(COLORS), shared, capacity, index))
     claims = rng.randint(1, 2)
     requests = []
     for claim_index in range(claims):
@@ -184,7 +197,9 @@ def _random(seed: int, version: str) -> Random:
                 Req(
                     claim_index,
                     f"r{index}",
-                    1 if version == "1.34" else rng.choice((1, 1, 2, 3)),
+                    1
+                    if version == "1.34" and not one_slice
+                    else min(rng.choice((1, 1, 2, 3)), len(devices) if one_slice else 3),
                     rng.choice(COLORS) if rng.random() < 0.2 else None,
                     amounts,
                 )
@@ -199,13 +214,21 @@ def _random(seed: int, version: str) -> Random:
                 for name, cap in dev.capacity.items()
             }
             existing.append(Existing(dev.name, share))
+    if one_slice:
+        slices = [devices]
+    elif version == "1.34":
+        slices = [[dev] for dev in devices]
+    else:
+        half = (len(devices) + 1) // 2
+        slices = [part for part in (devices[:half], devices[half:]) if part]
     return Random(
         version,
         devices,
         requests,
         claims,
-        [rng.random() < 0.25 for _ in range(claims)],
+        [not one_slice and rng.random() < 0.25 for _ in range(claims)],
         existing,
+        slices,
     )
 
 
@@ -218,19 +241,10 @@ def _body(data: Random) -> dict:
             body["capacity"] = {name: cap.as_json() for name, cap in dev.capacity.items()}
         return body
 
-    if data.version == "1.34":
-        slices = [
-            resource_slice(f"slice-{dev.position}", [device_json(dev)], count=len(data.devices))
-            for dev in data.devices
-        ]
-    else:
-        half = (len(data.devices) + 1) // 2
-        parts = [data.devices[:half], data.devices[half:]] if len(data.devices) > 1 else []
-        parts = [part for part in parts if part] or [data.devices]
-        slices = [
-            resource_slice(f"slice-{index}", [device_json(dev) for dev in part], count=len(parts))
-            for index, part in enumerate(parts)
-        ]
+    slices = [
+        resource_slice(f"slice-{index}", [device_json(dev) for dev in part], count=len(data.slices))
+        for index, part in enumerate(data.slices)
+    ]
     claims = []
     for claim_index in range(data.claims):
         requests = []
@@ -320,6 +334,23 @@ def _allowed(amount: Fraction, cap: Capacity) -> bool:
     return True
 
 
+def _fits(
+    item: Req, dev: Dev, load: dict[tuple[str, str], Fraction]
+) -> dict[str, tuple[Fraction, str]] | None:
+    """What a share of ``dev`` for ``item`` takes of each capacity, or None if it does not fit."""
+    if any(name not in dev.capacity for name in item.amounts or {}):
+        return None
+    taken = {}
+    for name, cap in dev.capacity.items():
+        amount, text = _consumed((item.amounts or {}).get(name), cap)
+        if not _allowed(amount, cap):
+            return None
+        if load.get((dev.name, name), Fraction(0)) + amount > _value(cap.value):
+            return None
+        taken[name] = (amount, text)
+    return taken
+
+
 def _slots(data: Random) -> list[Req]:
     return [item for item in data.requests for _ in range(item.count)]
 
@@ -336,26 +367,26 @@ def _check(data: Random, assignment: list[Dev]) -> list[list[dict]] | None:
     results: list[list[dict]] = [[] for _ in range(data.claims)]
     colors: list[set[str]] = [set() for _ in range(data.claims)]
     previous: tuple[Req, int] | None = None
+    slot = 0
     for item, dev in zip(_slots(data)[: len(assignment)], assignment, strict=True):
         # 1.36: the next slot of a request starts after the previous slot's device.
         same_request = previous is not None and previous[0] is item
         if same_request and data.version == "1.36" and dev.position <= previous[1]:
             return None
+        slot = slot + 1 if same_request else 0
         previous = (item, dev.position)
         if dev.name in held or dev.name in dedicated:
             return None
         if item.color is not None and dev.color != item.color:
             return None
-        if any(name not in dev.capacity for name in item.amounts or {}):
+        taken = _fits(item, dev, load)
+        if taken is None:
             return None
-        taken = {}
-        for name, cap in dev.capacity.items():
-            amount, text = _consumed((item.amounts or {}).get(name), cap)
-            if not _allowed(amount, cap):
+        # 1.34 also checks the device of the same slice at the slot's index in the request.
+        if data.version == "1.34":
+            part = next(part for part in data.slices if dev in part)
+            if _fits(item, part[slot], load) is None:
                 return None
-            if load.get((dev.name, name), Fraction(0)) + amount > _value(cap.value):
-                return None
-            taken[name] = (amount, text)
         entry: dict = {"request": item.name, "device": dev.name}
         if dev.shared:
             # Every share gets an id; a device without capacities lists no consumedCapacity.
