@@ -16,8 +16,8 @@ upstream's ``structured/internal/experimental/consumable_capacity.go`` (1.34 to 
 - a device without ``allowMultipleAllocations`` is used once, a multi-allocatable one by any
   number of requests and claims until its capacity runs out; within one request 1.36 takes
   each device at most once (the next slot starts after the previous device), 1.35 may give a
-  shared device to the same request again; a result held without a ``shareID`` holds the device.
-
+  shared device to the same request again; a result held without a ``shareID`` holds the device;
+- request selectors on a ``color`` attribute and a claim's ``matchAttribute`` on it;
 - 1.34 also checks, while taking a device for the k-th device of a request, the capacity of the
   k-th device of the same slice (its allocateDevice passes the index within the request where
   the index within the slice belongs; fixed in 1.35).
