@@ -191,3 +191,17 @@ def test_1_34_fails_the_second_device_of_a_request_in_a_one_device_slice():
         "gpu-0",
     ]
     assert run(claims=claims, slices=shared_gpu(), version="1.36")["status"] == "unsatisfiable"
+
+
+def test_1_34_fails_an_all_request_whose_second_device_is_alone_in_its_slice():
+    # All requests take their devices through the same allocateDevice, the device's index in
+    # the request's list standing for its index within the slice.
+    slices = [
+        resource_slice(f"slice-{index}", devices=[{"name": f"gpu-{index}"}], count=2)
+        for index in range(2)
+    ]
+    claims = [claim(requests=[request(allocationMode="All")])]
+    output = run(claims=claims, slices=slices, version="1.34")
+    assert output["status"] == "error"
+    assert "index out of range [1] with length 1" in output["error"]
+    assert devices_of(run(claims=claims, slices=slices, version="1.35")) == ["gpu-0", "gpu-1"]
