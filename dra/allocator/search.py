@@ -202,7 +202,8 @@ def _consumed_amount(
         step, minimum = policy.step.ceil_int(), policy.min.ceil_int()
         added = requested.ceil_int() - minimum
         steps = -(-added // step) if step else 0
-        return Quantity(Fraction(minimum + step * steps), policy.step.format)
+        # Upstream builds the rounded amount with resource.NewQuantity(…, BinarySI).
+        return Quantity(Fraction(minimum + step * steps), "BinarySI")
     if policy.valid_values is not None:
         for valid in policy.valid_values:
             if requested <= valid:
@@ -227,15 +228,14 @@ def _violates_policy(amount: Quantity, policy: CapacityPolicy | None) -> bool:
     return False
 
 
-def _capacity_name(name: str, driver: str, capacity: dict[str, Any]) -> str | None:
-    if name in capacity:
-        return name
-    domain, slash, identifier = name.partition("/")
-    if slash and domain == driver and identifier in capacity:
-        return identifier
-    if not slash and f"{driver}/{name}" in capacity:
-        return f"{driver}/{name}"
-    return None
+def _share_amounts(data: _RequestData, candidate: Candidate) -> dict[str, Quantity]:
+    """What a share of the candidate takes of each of its capacities, unchecked (upstream's
+    GetConsumedCapacityFromRequest)."""
+    requested = data.request.capacity_requests or {}
+    return {
+        name: _consumed_amount(requested.get(name), capacity.value, capacity.policy)
+        for name, capacity in candidate.device.capacity.items()
+    }
 
 
 def request_capacity_fits(
@@ -245,13 +245,11 @@ def request_capacity_fits(
     allocating: dict[str, Fraction],
 ) -> dict[str, Quantity] | None:
     """Consumed capacity per device capacity if the request fits (§10), else None."""
-    capacity = dict(candidate.device.capacity)
-    requested: dict[str, Quantity] = {}
-    for name, amount in (request.capacity_requests or {}).items():
-        resolved = _capacity_name(name, candidate.pool.driver, capacity)
-        if resolved is None:
-            return None
-        requested[resolved] = amount
+    capacity = candidate.device.capacity
+    requested = request.capacity_requests or {}
+    # Names compare exactly (1.34 to 1.36): "gpu.example.com/mem" does not find "mem".
+    if any(name not in capacity for name in requested):
+        return None
     result: dict[str, Quantity] = {}
     for name, device_capacity in capacity.items():
         amount = _consumed_amount(
@@ -552,8 +550,29 @@ class NodeAllocation:
     def _taint_blocks(self, device: Device, request: ExactRequest) -> bool:
         return bool(untolerated_taints(device, request.tolerations, self.features))
 
+    def _slot_device(
+        self, claim_index: int, data: _RequestData, candidate: Candidate, slot: int
+    ) -> Candidate:
+        """The device whose capacity is checked while taking ``candidate`` for ``slot`` of a
+        request: the candidate itself, except in 1.34, whose allocateDevice passes the slot
+        number (the device's index within the request) where the device's index within its
+        slice belongs. Past the slice's end upstream indexes out of range and panics."""
+        if not self.features.is_1_34:
+            return candidate
+        devices = candidate.slice.devices
+        if slot >= len(devices):
+            raise self._fail(
+                f"claim {self.claims[claim_index].key}, request {data.name}: Kubernetes 1.34 "
+                f"checks the capacity of device #{slot} of slice {candidate.slice.name} for the "
+                f"request's device #{slot} and panics: index out of range [{slot}] with length "
+                f"{len(devices)}"
+            )
+        if devices[slot] is candidate.device:
+            return candidate
+        return Candidate(candidate.pool, candidate.slice, devices[slot])
+
     def _allocate_device(
-        self, claim_index: int, data: _RequestData, candidate: Candidate, must: bool
+        self, claim_index: int, data: _RequestData, candidate: Candidate, must: bool, slot: int
     ) -> Callable[[], None] | None:
         """Try to take the candidate; returns the undo function or None if it cannot be used."""
         features = self.features
@@ -591,13 +610,14 @@ class NodeAllocation:
         consumed: dict[str, Quantity] | None = None
         share_id = None
         if features.consumable_capacity:
-            fitting = self._capacity(data, candidate)
+            checked = self._slot_device(claim_index, data, candidate, slot)
+            fitting = self._capacity(data, checked)
             if fitting is None:
                 return None  # the device stays marked (upstream quirk)
             if multiple:
-                consumed = fitting
+                consumed = fitting if checked is candidate else _share_amounts(data, candidate)
                 totals = self.allocating_capacity.setdefault(key, {})
-                for name, amount in fitting.items():
+                for name, amount in consumed.items():
                     totals[name] = totals.get(name, Fraction(0)) + amount.value
                 self.shares += 1
                 share_id = str(
@@ -612,8 +632,10 @@ class NodeAllocation:
 
         def undo() -> None:
             results.pop()
-            if consumed is not None:
-                totals = self.allocating_capacity[key]
+            # Upstream drops a device's entry once its shares add up to zero and ignores a
+            # removal that finds none: shares of zero leave nothing to subtract from.
+            totals = self.allocating_capacity.get(key)
+            if consumed is not None and totals is not None:
                 for name, amount in consumed.items():
                     totals[name] -= amount.value
                 if not any(totals.values()):
@@ -705,7 +727,9 @@ class NodeAllocation:
             raise _ResultLimit
         if all_mode:
             assert data.all_devices is not None
-            undo = self._allocate_device(claim_index, data, data.all_devices[device_index], True)
+            undo = self._allocate_device(
+                claim_index, data, data.all_devices[device_index], True, device_index
+            )
             if undo is None:
                 return False
             try:
@@ -756,7 +780,7 @@ class NodeAllocation:
                         and self._capacity(data, candidate) is None
                     ):
                         continue
-                    undo = self._allocate_device(claim_index, data, candidate, False)
+                    undo = self._allocate_device(claim_index, data, candidate, False, device_index)
                     if undo is None:
                         continue
                     try:
