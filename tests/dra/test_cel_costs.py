@@ -256,7 +256,8 @@ def test_attacks_answer_the_cost_error_at_once(expression):
     started = time.monotonic()
     with pytest.raises(CelRuntimeError, match=COST_ERROR):
         _evaluate(expression)
-    assert time.monotonic() - started < 2.0
+    # a runaway guard, not a benchmark: these ran 10–50 s before the meter, milliseconds now
+    assert time.monotonic() - started < 10.0
 
 
 SEMANTICS = [

@@ -24,7 +24,10 @@ DOUBLING = (
 )
 
 
-def _quickly(function, *args, limit=2.0):
+def _quickly(function, *args, limit=10.0):
+    """A runaway guard, not a benchmark: before the limits these inputs ran 10–100 s (or never
+    answered); they now answer in milliseconds, so only a return of the runaway trips this,
+    whatever the load on the machine running the suite."""
     started = time.monotonic()
     result = function(*args)
     assert time.monotonic() - started < limit
