@@ -670,8 +670,9 @@ def api_timings(client: Any, api_url: str, devices: int, rounds: int) -> None:
         body = b"".join(response.streaming_content)
         timings.append((time.perf_counter() - started) * 1000)
         lines.add(body.count(b"\n"))
+    counts = ", ".join(f"{n:,}" for n in sorted(lines))
     report(
-        f"API export/ (JSON Lines, {sorted(lines)} lines): p50 / max of {len(timings)}",
+        f"API export/ (JSON Lines, {counts} lines): p50 / max of {len(timings)}",
         f"{percentile(timings, 0.5):.0f} / {max(timings):.0f} ms",
         "≤ 2,000 ms",
         max(timings) <= 2000 and lines == {devices},
