@@ -121,6 +121,46 @@ class NodeTable(tables.Table):
             "", '<div class="text-nowrap"><code>{}</code>: {}</div>', sorted(value.items())
         )
 
+    @property
+    def rows_html(self) -> SafeString:
+        """The page's rows as django-tables2 renders them, in one pass (see
+        ``DeviceTable.rows_html``; ``tests/devices/test_device_rows_html.py`` compares them)."""
+        rows = []
+        for number, row in enumerate(self.paginated_rows):
+            node: Any = row.record
+            counts = format_html_join(
+                "",
+                '<td class="text-end">{}</td>',
+                (
+                    (_EMPTY if value is None else value,)
+                    for value in (
+                        node.device_count,
+                        node.free_count,
+                        node.allocated_count,
+                        node.shared_count,
+                        node.blocked_count,
+                        node.tainted_count,
+                    )
+                ),
+            )
+            resources = node.extended_resources
+            rows.append(
+                format_html(
+                    '<tr class="{}"><td class="fw-medium text-nowrap"><a href="{}">{}</a></td>'
+                    "<td >{}</td><td >{}</td>{}<td >{}</td></tr>",
+                    "odd" if number % 2 else "even",
+                    node.get_absolute_url(),
+                    node.name,
+                    self.render_is_ready(node),
+                    self.render_gpus(node),
+                    counts,
+                    _EMPTY
+                    if resources is None or resources == ""
+                    else self.render_extended_resources(resources),
+                )
+            )
+        return mark_safe("".join(rows))  # noqa: S308 - each row is built by format_html
+
 
 class DeviceTable(tables.Table):
     """Devices with their state badge and the reason for it."""
