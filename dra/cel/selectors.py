@@ -367,28 +367,17 @@ def compile_selector(expression: str) -> CompiledSelector:
     # the evaluation environment only (dra.cel.lists).
     renamed = any(alias in reads.checked_text for alias in RENAMED.values())
     renamed = renamed or uses_network(reads.checked_text)  # network values: dra.cel.network
-    if reads.evaluated_text != reads.checked_text or renamed:
-        try:
-            program, _ = _compile_with_cross_numeric(reads.evaluated_text, EVALUATION_ENVIRONMENT)
-        except RuntimeError as error:
-            # The rewrites keep every type; a failure here is a bug, not the author's error.
-            return CompiledSelector(
-                expression,
-                reads,
-                None,
-                _compile_error(expression, f"internal rewrite failed: {error}"),
-            )
     exact_program = None
-    if reads.exact_text:
-        try:
+    try:
+        if reads.evaluated_text != reads.checked_text or renamed:
+            program, _ = _compile_with_cross_numeric(reads.evaluated_text, EVALUATION_ENVIRONMENT)
+        if reads.exact_text:
             exact_program, _ = _compile_with_cross_numeric(reads.exact_text, EVALUATION_ENVIRONMENT)
-        except RuntimeError as error:
-            return CompiledSelector(
-                expression,
-                reads,
-                None,
-                _compile_error(expression, f"internal rewrite failed: {error}"),
-            )
+    except RuntimeError as error:
+        # The rewrites keep every type; a failure here is a bug, not the author's error.
+        return CompiledSelector(
+            expression, reads, None, _compile_error(expression, f"internal rewrite failed: {error}")
+        )
     paths = sorted(reads.paths)
     domains: list[tuple[str, frozenset[str] | None]] = []
     for kind in ("attr", "cap"):
