@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from devices.models import Device, TelemetrySource
@@ -108,20 +106,6 @@ def test_a_topology_page_costs_a_fixed_number_of_queries(
             client.get("/nodes/dgx-a100-01/topology/")
         with django_assert_num_queries(8):
             client.get("/nodes/dgx-a100-01/topology/", HTTP_HX_REQUEST="true")
-
-
-def test_the_largest_topology_page_renders_well_within_its_budget(
-    client_as, root, mirrored_cluster
-):
-    """The A100 node (8 GPUs, 200 MIG placements) is the largest a node gets; the target is
-    100 ms at scale, so a generous bound here still catches a per-device query or a blow-up."""
-    ingest_source(TelemetrySource.objects.create(name="demo", kind="simulated"))
-    client = client_as(root)
-    client.get("/nodes/dgx-a100-01/topology/")
-    started = time.perf_counter()
-    for _ in range(3):
-        client.get("/nodes/dgx-a100-01/topology/")
-    assert (time.perf_counter() - started) / 3 < 1.0
 
 
 def test_published_text_is_escaped_in_the_drawing(client_as, alice, mirrored_cluster):
