@@ -8,7 +8,6 @@ from typing import Any
 
 from django import forms
 from django.core.paginator import Paginator
-from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
@@ -16,6 +15,8 @@ from django_filters import FilterSet
 from django_tables2 import RequestConfig, Table
 from django_tables2.data import TableQuerysetData
 from django_tables2.rows import BoundRows
+
+from portal.paging import keys_first
 
 __all__ = [
     "DEFAULT_PER_PAGE",
@@ -94,10 +95,7 @@ def _style_filter_form(filterset: FilterSet) -> None:
 
 class KeyFirstPaginator(Paginator):
     """Pages a queryset-backed table by finding the page's primary keys first, in the table's
-    order, then reading those rows: ``WHERE pk IN (SELECT pk … ORDER BY … OFFSET n LIMIT k)``,
-    still one query. Skipping n rows then walks an index of the order (index-only where the
-    index holds the key) instead of reading n wide rows or sorting the whole table: the device
-    list's page 300 of 40,000 devices went from 330 to 14 ms of SQL."""
+    order, then reading those rows (:func:`portal.paging.keys_first`), still one query."""
 
     def page(self, number: Any) -> Any:
         number = self.validate_number(number)
@@ -109,9 +107,7 @@ class KeyFirstPaginator(Paginator):
         top = bottom + self.per_page
         if top + self.orphans >= self.count:
             top = self.count
-        ordered: QuerySet[Any] = data.data
-        keys = ordered.values("pk")[bottom:top]
-        records = ordered.filter(pk__in=keys)  # read when the page is rendered, once
+        records = keys_first(data.data, bottom, top)  # read when the page is rendered, once
         return self._get_page(
             BoundRows(data=records, table=rows.table, pinned_data=rows.pinned_data), number, self
         )

@@ -25,6 +25,7 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 from portal.api.filters import single_value
+from portal.paging import keys_first
 
 __all__ = [
     "KeysetPagination",
@@ -242,8 +243,7 @@ class KeysetPagination(LimitOffsetPagination):
             return []
         if self.offset == 0:
             return list(queryset[: self.limit])
-        keys = queryset.values_list("pk", flat=True)[self.offset : self.offset + self.limit]
-        return list(queryset.filter(pk__in=list(keys)))
+        return list(keys_first(queryset, self.offset, self.offset + self.limit))
 
     def position(self, row: Any) -> list[Any]:
         return position_of(self.keys, row)
