@@ -19,6 +19,7 @@ import yaml
 
 from .errors import ApiError, status_body
 from .faults import Fault
+from .negotiation import Conversion, convert_list, convert_object, include_object, negotiate
 from .openapi import openapi_document
 from .resources import (
     RESOURCES,
@@ -215,6 +216,8 @@ class Handler(BaseHTTPRequestHandler):
         )
         if is_discovery and method != "GET":
             raise ApiError(405, "MethodNotAllowed", f"{method} is not allowed on {path}")
+        if is_discovery and path != "/version":
+            negotiate(self.headers.get("Accept"), convertible=False)
         if path == "/version":
             self._send_json(200, emulator.version_info())
             return
@@ -280,10 +283,28 @@ class Handler(BaseHTTPRequestHandler):
         )
         if subresource is not None and not served:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        # Like kube-apiserver, settle the answer's shape (406) before doing anything.
+        watch = name is None and query.get("watch") in ("true", "1")
+        conversion = negotiate(self.headers.get("Accept"), watch=watch)
         if name is None:
-            self._collection(method, resource, namespace, query, body, fault)
+            self._collection(method, resource, namespace, query, body, fault, conversion)
         else:
-            self._item(method, resource, namespace, name, subresource, query, body)
+            self._item(method, resource, namespace, name, subresource, query, body, conversion)
+
+    def _send_entry(
+        self,
+        code: int,
+        entry: Entry,
+        conversion: Conversion | None,
+        query: dict[str, str],
+        warnings: Iterable[str] = (),
+    ) -> None:
+        """One object, as stored or converted as the request's `Accept` asked."""
+        if conversion is None:
+            self._send(code, entry.full(), warnings=warnings)
+            return
+        converted = convert_object(entry.resource, entry.obj, conversion, query)
+        self._send(code, dumps(converted), warnings=warnings)
 
     # -- collections ------------------------------------------------------------------------
 
@@ -304,13 +325,14 @@ class Handler(BaseHTTPRequestHandler):
         query: dict[str, str],
         body: bytes,
         fault: Fault | None,
+        conversion: Conversion | None,
     ) -> None:
         store = self.server.emulator.store
         if method == "POST":
             obj = _parse_json(body)
             warnings = _drop_unknown_fields(resource, obj, query)
             entry = store.create(resource, namespace, obj, field_manager=query.get("fieldManager"))
-            self._send(201, entry.full(), warnings=warnings)
+            self._send_entry(201, entry, conversion, query, warnings)
             return
         if method not in ("GET", "DELETE"):
             raise ApiError(405, "MethodNotAllowed", f"{method} is not allowed on a collection")
@@ -327,10 +349,10 @@ class Handler(BaseHTTPRequestHandler):
             for entry in result.entries:
                 with contextlib.suppress(ApiError):
                     store.delete(resource, namespace, entry.key[1])
-            self._send_list(resource, result.entries, result.rv, None, None)
+            self._send_list(resource, result.entries, result.rv, None, None, conversion, query)
             return
         if query.get("watch") in ("true", "1"):
-            self._watch(resource, namespace, query, matchers, fault)
+            self._watch(resource, namespace, query, matchers, fault, conversion)
             return
         _validate_list_options(query)
         try:
@@ -350,7 +372,9 @@ class Handler(BaseHTTPRequestHandler):
         remaining = result.remaining
         if query.get("labelSelector") or query.get("fieldSelector"):
             remaining = None  # the real server only counts when nothing is filtered
-        self._send_list(resource, result.entries, result.rv, result.continue_, remaining)
+        self._send_list(
+            resource, result.entries, result.rv, result.continue_, remaining, conversion, query
+        )
 
     def _send_list(
         self,
@@ -359,12 +383,18 @@ class Handler(BaseHTTPRequestHandler):
         rv: int,
         continue_: str | None,
         remaining: int | None,
+        conversion: Conversion | None,
+        query: dict[str, str],
     ) -> None:
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if continue_:
             meta["continue"] = continue_
         if remaining is not None:
             meta["remainingItemCount"] = remaining
+        if conversion is not None:
+            converted = convert_list(resource, [e.obj for e in entries], meta, conversion, query)
+            self._send_json(200, converted)
+            return
         head = (
             f'{{"apiVersion":"{resource.api_version}","kind":"{resource.list_kind}",'
             f'"metadata":{json.dumps(meta, separators=(",", ":"))},"items":['
@@ -377,13 +407,6 @@ class Handler(BaseHTTPRequestHandler):
         if data:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
-    def _bookmark(self, resource: Resource, rv: int, initial_end: bool = False) -> bytes:
-        meta: dict[str, Any] = {"resourceVersion": str(rv)}
-        if initial_end:
-            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-        obj = {"kind": resource.kind, "apiVersion": resource.api_version, "metadata": meta}
-        return dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
-
     def _watch(
         self,
         resource: Resource,
@@ -391,9 +414,12 @@ class Handler(BaseHTTPRequestHandler):
         query: dict[str, str],
         matchers: tuple[Any, Any],
         fault: Fault | None,
+        conversion: Conversion | None,
     ) -> None:
         emulator = self.server.emulator
         store = emulator.store
+        if conversion is not None and conversion.kind == "Table":
+            include_object(query)  # refused before the stream starts, as the real server does
         rv_param = query.get("resourceVersion", "")
         if rv_param not in ("", "0") and not rv_param.isdigit():
             raise ApiError.bad_request(f"invalid resource version {rv_param!r}")
@@ -418,6 +444,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             initial, pos, epoch = [], int(rv_param), store.watch_epoch
         budget = fault.after_events if fault is not None and fault.action == "drop" else None
+        encoder = _WatchEncoder(resource, conversion, query)
 
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -436,11 +463,11 @@ class Handler(BaseHTTPRequestHandler):
                 if budget is not None:
                     batch = batch[:budget]
                     budget -= len(batch)
-                self._chunk(b"".join(b'{"type":"ADDED","object":%s}\n' % e.full() for e in batch))
+                self._chunk(b"".join(encoder.event("ADDED", e) for e in batch))
                 if budget == 0:
                     raise _Abort
             if query.get("sendInitialEvents") == "true" and bookmarks:
-                self._chunk(self._bookmark(resource, pos, initial_end=True))
+                self._chunk(encoder.bookmark(pos, initial_end=True))
             next_bookmark = time.monotonic() + emulator.bookmark_interval
             # kube-apiserver also sends one bookmark shortly before the watch times out, so a
             # client resumes from a fresh resourceVersion; none when the watch closes.
@@ -466,9 +493,9 @@ class Handler(BaseHTTPRequestHandler):
                     now_in = selected(event.entry)
                     was_in = event.prev is not None and selected(event.prev)
                     if event.type == "MODIFIED" and now_in != was_in:
-                        out.append(event.encode("ADDED" if now_in else "DELETED"))
+                        out.append(encoder.event("ADDED" if now_in else "DELETED", event.entry))
                     elif now_in:
-                        out.append(event.encode())
+                        out.append(encoder.event(event.type, event.entry))
                     if budget is not None and len(out) >= budget:
                         self._chunk(b"".join(out))
                         raise _Abort
@@ -478,7 +505,7 @@ class Handler(BaseHTTPRequestHandler):
                 # A watch from a resourceVersion this server has not reached gets no
                 # bookmarks (kube-apiserver 1.36 keeps such a watch open and silent).
                 if bookmarks and time.monotonic() >= next_bookmark and pos <= store.rv:
-                    self._chunk(self._bookmark(resource, pos))
+                    self._chunk(encoder.bookmark(pos))
                     next_bookmark = time.monotonic() + emulator.bookmark_interval
                     if closing_bookmark < next_bookmark:
                         next_bookmark = max(closing_bookmark, time.monotonic())
@@ -506,6 +533,7 @@ class Handler(BaseHTTPRequestHandler):
         subresource: str | None,
         query: dict[str, str],
         body: bytes,
+        conversion: Conversion | None,
     ) -> None:
         store = self.server.emulator.store
         manager = query.get("fieldManager")
@@ -515,14 +543,14 @@ class Handler(BaseHTTPRequestHandler):
             store.bind(resource, namespace, name, _parse_json(body))
             self._send_json(201, status_body(201, "", ""))
         elif method == "GET":
-            self._send(200, store.get(resource, namespace, name).full())
+            self._send_entry(200, store.get(resource, namespace, name), conversion, query)
         elif method == "PUT":
             obj = _parse_json(body)
             warnings = _drop_unknown_fields(resource, obj, query)
             entry = store.replace(
                 resource, namespace, name, obj, subresource=subresource, field_manager=manager
             )
-            self._send(200, entry.full(), warnings=warnings)
+            self._send_entry(200, entry, conversion, query, warnings)
         elif method == "PATCH":
             content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
             patch_type = _PATCH_TYPES.get(content_type)
@@ -545,13 +573,13 @@ class Handler(BaseHTTPRequestHandler):
                 field_manager=manager,
                 force=query.get("force") in ("true", "1"),
             )
-            self._send(201 if created else 200, entry.full(), warnings=warnings)
+            self._send_entry(201 if created else 200, entry, conversion, query, warnings)
         elif method == "DELETE" and subresource is None:
             options = _parse_json(body) if body.strip() else {}
             entry, gone = store.delete(
                 resource, namespace, name, (options or {}).get("preconditions")
             )
-            if gone:
+            if gone and not resource.return_deleted_object:
                 details = {
                     "name": name,
                     "group": resource.group,
@@ -560,7 +588,7 @@ class Handler(BaseHTTPRequestHandler):
                 }
                 self._send_json(200, status_body(200, "", "", details))
             else:
-                self._send(200, entry.full())
+                self._send_entry(200, entry, conversion, query)
         else:
             raise ApiError(405, "MethodNotAllowed", f"{method} is not allowed here")
 
@@ -607,6 +635,49 @@ class Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"loaded": count})
         else:
             raise ApiError(404, "NotFound", f"no emulator control {method} {path}")
+
+
+class _WatchEncoder:
+    """One watch's events as kube-apiserver frames them: each object as stored, or converted
+    as the watch's `Accept` asked (a Table's columns come with the first event only). An
+    object that cannot be converted goes as it is, as the real server does."""
+
+    def __init__(
+        self, resource: Resource, conversion: Conversion | None, query: dict[str, str]
+    ) -> None:
+        self.resource = resource
+        self.conversion = conversion
+        self.query = query
+        self.headers = True
+
+    def _frame(self, type_: str, obj: dict[str, Any]) -> bytes:
+        """`obj` as stored (without apiVersion and kind)."""
+        if self.conversion is not None:
+            try:
+                converted = convert_object(
+                    self.resource, obj, self.conversion, self.query, headers=self.headers
+                )
+            except ApiError:
+                pass
+            else:
+                self.headers = False
+                return dumps({"type": type_, "object": converted}) + b"\n"
+        r = self.resource
+        return (
+            dumps({"type": type_, "object": {"apiVersion": r.api_version, "kind": r.kind, **obj}})
+            + b"\n"
+        )
+
+    def event(self, type_: str, entry: Entry) -> bytes:
+        if self.conversion is None:  # the stored bytes, not re-encoded
+            return b'{"type":"%s","object":%s}\n' % (type_.encode(), entry.full())
+        return self._frame(type_, entry.obj)
+
+    def bookmark(self, rv: int, initial_end: bool = False) -> bytes:
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if initial_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return self._frame("BOOKMARK", {"metadata": meta})
 
 
 def _drop_unknown_fields(resource: Resource, obj: Any, query: dict[str, str]) -> list[str]:

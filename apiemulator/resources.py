@@ -24,6 +24,9 @@ class Resource:
     reset_status_on_create: bool = False  # the real strategy drops .status on create
     binding_subresource: bool = False  # pods/binding: POST a Binding to assign a node
     immutable_spec: bool = False
+    # A delete answers with the deleted object, not a Status (the registry's
+    # ``ReturnDeletedObject``: every resource.k8s.io kind).
+    return_deleted_object: bool = False
     # Spec fields an update may not change, as the real validation refuses them (a slice's
     # driver and node: ``ValidateResourceSliceUpdate``).
     immutable_fields: tuple[str, ...] = ()
@@ -59,7 +62,15 @@ _RESOURCE_K8S = "resource.k8s.io"
 RESOURCES: dict[tuple[str, str], Resource] = {
     (r.group, r.plural): r
     for r in (
-        Resource("deviceclasses", "deviceclass", "DeviceClass", _RESOURCE_K8S, "v1", False),
+        Resource(
+            "deviceclasses",
+            "deviceclass",
+            "DeviceClass",
+            _RESOURCE_K8S,
+            "v1",
+            False,
+            return_deleted_object=True,
+        ),
         Resource(
             "resourceslices",
             "resourceslice",
@@ -69,6 +80,7 @@ RESOURCES: dict[tuple[str, str], Resource] = {
             False,
             field_selectors=("spec.nodeName", "spec.driver"),
             immutable_fields=("nodeName", "driver"),
+            return_deleted_object=True,
         ),
         Resource(
             "resourceclaims",
@@ -80,6 +92,7 @@ RESOURCES: dict[tuple[str, str], Resource] = {
             status_subresource=True,
             reset_status_on_create=True,
             immutable_spec=True,
+            return_deleted_object=True,
         ),
         Resource(
             "resourceclaimtemplates",
@@ -88,6 +101,7 @@ RESOURCES: dict[tuple[str, str], Resource] = {
             _RESOURCE_K8S,
             "v1",
             True,
+            return_deleted_object=True,
         ),
         Resource(
             "namespaces",

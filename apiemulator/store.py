@@ -47,6 +47,7 @@ __all__ = ["Entry", "Event", "ListResult", "Store", "WatchClosed", "dumps"]
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _SNAPSHOTS_KEPT = 32
+_OMITTED_WHEN_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences")
 Key = tuple[str, str]  # (namespace or "", name): the order the real server lists in
 
 
@@ -69,7 +70,11 @@ class Entry:
 
     @classmethod
     def build(cls, resource: Resource, obj: dict[str, Any], rv: int) -> Entry:
-        obj["metadata"]["resourceVersion"] = str(rv)
+        meta = obj["metadata"]
+        meta["resourceVersion"] = str(rv)
+        for field in _OMITTED_WHEN_EMPTY:  # Go's `omitempty`: an empty map or list is not kept
+            if field in meta and not meta[field]:
+                del meta[field]
         return cls(resource, obj, dumps(obj), rv)
 
     @property
@@ -92,9 +97,6 @@ class Event:
     type: str  # ADDED | MODIFIED | DELETED
     entry: Entry
     prev: Entry | None  # the version before this event (None for ADDED)
-
-    def encode(self, type_: str | None = None) -> bytes:
-        return b'{"type":"%s","object":%s}\n' % ((type_ or self.type).encode(), self.entry.full())
 
 
 @dataclass(slots=True)
@@ -431,8 +433,9 @@ class Store:
                 meta["creationTimestamp"] = now_rfc3339()
             if not keep_identity or not meta.get("generation"):
                 meta["generation"] = 1
-            for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
-                meta.pop(field, None)
+            if not keep_identity:  # a loaded object may be on its way out already
+                for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+                    meta.pop(field, None)
             if resource.reset_status_on_create and not keep_status:
                 obj.pop("status", None)
             if resource.kind == "Namespace":

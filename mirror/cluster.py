@@ -621,7 +621,8 @@ class Cluster:
         propagation_policy: str | None = None,
         grace_period_seconds: int | None = None,
     ) -> dict[str, Any]:
-        """Delete one object; returns the Status (or the object while finalizers hold it).
+        """Delete one object; returns the deleted object (every resource.k8s.io kind, and any
+        object while finalizers hold it) or a Status.
 
         `resource_version`/`uid` are preconditions: a mismatch raises `Conflict`.
         """

@@ -152,7 +152,7 @@ def test_it_applies_every_json_patch_operation(cluster: Cluster) -> None:
     )
 
     assert patched["metadata"]["labels"] == {"a": "10", "c": "10", "moved": "z"}
-    assert patched["metadata"]["annotations"] == {}
+    assert "annotations" not in patched["metadata"]  # emptied: omitted, as the real server does
     assert patched["metadata"]["finalizers"] == ["f/one", "f/two"]
 
 
@@ -257,14 +257,22 @@ def test_it_rejects_a_change_to_the_immutable_claim_spec(cluster: Cluster) -> No
 
 def test_it_deletes_and_then_reports_not_found(cluster: Cluster) -> None:
     created = cluster.create(Kind.RESOURCE_CLAIMS, claim())
-    status = cluster.delete(Kind.RESOURCE_CLAIMS, "gpu-claim", "default")
+    deleted = cluster.delete(Kind.RESOURCE_CLAIMS, "gpu-claim", "default")
 
-    assert status["kind"] == "Status" and status["status"] == "Success"
-    assert status["details"]["uid"] == created["metadata"]["uid"]
+    # kube-apiserver answers a resource.k8s.io delete with the deleted object
+    assert deleted["kind"] == "ResourceClaim"
+    assert deleted["metadata"]["uid"] == created["metadata"]["uid"]
     with pytest.raises(NotFound):
         cluster.get(Kind.RESOURCE_CLAIMS, "gpu-claim", "default")
     with pytest.raises(NotFound):
         cluster.delete(Kind.RESOURCE_CLAIMS, "gpu-claim", "default")
+
+
+def test_a_delete_of_a_kind_outside_resource_k8s_io_answers_a_status(cluster: Cluster) -> None:
+    created = cluster.create(Kind.RESOURCE_QUOTAS, body_for(Kind.RESOURCE_QUOTAS))
+    status = cluster.delete(Kind.RESOURCE_QUOTAS, created["metadata"]["name"], "default")
+
+    assert status["kind"] == "Status" and status["status"] == "Success"
 
 
 def test_a_delete_with_a_stale_precondition_conflicts(cluster: Cluster) -> None:
