@@ -34,8 +34,8 @@ _INCLUDE_OBJECT = ("", "None", "Object", "Metadata")
 
 @dataclass(frozen=True)
 class Conversion:
-    """What the client asked the answer to be converted to (``kind`` in ``meta.k8s.io/<version>``),
-    and whether its stream (watch) form was asked for."""
+    """What the client asked the answer to be converted to: ``kind`` in
+    ``meta.k8s.io/<version>``."""
 
     kind: str
     version: str

@@ -1,13 +1,17 @@
 """Record what a real kube-apiserver answers the requests of `test_contract.py`.
 
     python tests/apiemulator/contract/record.py --kubeconfig /path/to/kubeconfig \
-        > tests/apiemulator/contract/real-1.36.3.json
+        --kubectl /path/to/kubectl > tests/apiemulator/contract/real-1.36.3.json
 
 Each case is sent in order (some need the ones before: the apply conflict needs the first
-apply). The cluster must be one you may write to: the script creates the namespace
-``emu-contract`` and ResourceSlices named ``emu-contract-*``, and deletes them when done. The
-output keeps, per case, the request and the status code, ``reason``, message and ``Warning``
-headers the server answered; the test replays the requests against the emulator.
+apply). The cluster must be one you may write to, with a kube-scheduler and a
+kube-controller-manager (the quota and resourceclaim controllers) and no kubelet on the nodes it
+makes: the script creates the namespace ``emu-contract``, ResourceSlices, Nodes and a DeviceClass
+named ``emu-contract…``, and deletes them when done. The output keeps, per case, the request and
+the status code, ``reason``, message and ``Warning`` headers the server answered; the test
+replays the requests against the emulator. Under ``tables`` it keeps the objects made for the
+Table cases as the server held them, the Table answers (whole), and what ``--kubectl`` sent
+(its ``-v=8`` log) and printed for ``KUBECTL_COMMANDS``.
 """
 
 from __future__ import annotations
