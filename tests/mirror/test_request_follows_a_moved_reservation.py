@@ -1,0 +1,97 @@
+"""kube-scheduler replaces a reservation no pod holds when a pod using the claim cannot go to
+the reserved node ("deallocation of ResourceClaim completed", then its own allocation): the
+request follows the cluster's allocation, records the conflict and tells its owner."""
+
+from __future__ import annotations
+
+import pytest
+from django.core import mail
+
+from claims.models import ClaimRequest, ClassPolicy, ResourceClaim
+from claims.services import submit_request
+from claims.specs import ClaimInput
+from home.scheduler import Scheduler
+from mirror.cluster import Cluster, ClusterConfig, Kind
+from portal.models import AuditEvent
+from tests.mirror.conftest import watch_claims
+
+pytestmark = pytest.mark.django_db(transaction=True)
+State = ClaimRequest.State
+H100_NODES = ("dgx-h100-01", "dgx-h100-02")
+
+
+def node_of(allocation: dict) -> str:
+    [term] = allocation["nodeSelector"]["nodeSelectorTerms"]
+    [field] = term["matchFields"]
+    return field["values"][0]
+
+
+def devices(allocation: dict) -> list[list[str]]:
+    return sorted([r["driver"], r["pool"], r["device"]] for r in allocation["devices"]["results"])
+
+
+def test_a_reservation_the_scheduler_replaced_is_followed_and_recorded(bob, live, client_as):
+    emulator, cluster, _ = live
+    ClassPolicy.objects.create(device_class_name="gpu.nvidia.com", mode="reservation")
+    request = submit_request(
+        user=bob,
+        claim=ClaimInput(
+            namespace="gpu-test1", name="pair", device_class_name="gpu.nvidia.com", count=2
+        ),
+    )
+    request.refresh_from_db()
+    assert request.state == State.APPLIED, request.reason
+    reserved_node = request.node_name
+    elsewhere = next(node for node in H100_NODES if node != reserved_node)
+    watch_claims(
+        cluster,
+        lambda: ResourceClaim.objects.filter(name="pair", is_allocated=True).exists(),
+    )
+
+    def scheduler_replaces_it() -> None:
+        """A pod that cannot go to the reserved node: the scheduler clears the claim's
+        allocation (nobody reserves it), then allocates it where the pod fits."""
+        with Cluster(ClusterConfig(server=emulator.url, read_timeout=5)) as client:
+            claim = client.get(Kind.RESOURCE_CLAIMS, "pair", "gpu-test1")
+            del claim["status"]["allocation"]
+            client.replace_status(Kind.RESOURCE_CLAIMS, claim)
+            pod = client.create(
+                Kind.PODS,
+                {
+                    "metadata": {"name": "trainer", "namespace": "gpu-test1"},
+                    "spec": {
+                        "nodeSelector": {"kubernetes.io/hostname": elsewhere},
+                        "containers": [{"name": "ctr", "image": "ubuntu:24.04"}],
+                        "resourceClaims": [{"name": "gpu", "resourceClaimName": "pair"}],
+                    },
+                },
+            )
+            assert Scheduler(client).schedule(pod).is_scheduled
+
+    def followed() -> bool:
+        request.refresh_from_db()
+        return request.conflicts == 1 and request.state == State.IN_USE
+
+    watch_claims(cluster, followed, action=scheduler_replaces_it)
+    held = cluster.get(Kind.RESOURCE_CLAIMS, "pair", "gpu-test1")["status"]["allocation"]
+    assert devices(request.allocation) == devices(held)
+    assert request.node_name == node_of(held) == elsewhere
+    event = AuditEvent.objects.get(
+        action=AuditEvent.Action.CLAIM_CONFLICT, object_id=str(request.pk)
+    )
+    assert event.before["node"] == reserved_node
+    assert event.after["node"] == elsewhere
+    assert event.after["devices"] == devices(held)
+    assert len(event.before["devices"]) == 2
+    assert event.before["devices"] != event.after["devices"]
+    [email] = [m for m in mail.outbox if "moved" in m.subject]
+    assert email.to == ["bob@example.com"]
+    assert email.subject == "Claim gpu-test1/pair was moved to other devices"
+    assert elsewhere in email.body and reserved_node in email.body
+
+    page = client_as(bob).get(request.get_absolute_url()).content.decode()
+    assert "not mirrored yet" not in page
+    assert page.count('data-testid="allocated-device"') == 2
+    for *_, device in devices(held):
+        assert f">{device}</a>" in page
+    assert "the cluster moved the claim from " in page
