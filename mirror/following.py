@@ -16,7 +16,9 @@ For every applied or in-use request, from the claim (or template) applying it ma
   owner told. Only an allocation newer than the portal's own last write to the claim counts,
   so the portal's own moves (``mirror.requests.verify_reservation``) never look like one.
   An allocation cleared and not replaced is followed by the beat backstop only, once the
-  request has been quiet for ``MIRROR_GRACE`` (the scheduler usually allocates again first).
+  claim has been without one for ``MIRROR_GRACE`` (the scheduler usually allocates it again
+  first: one conflict, from the portal's devices to the scheduler's). It is not reserved again
+  automatically: a pod that cannot run where the portal reserves would have it cleared again.
 
 The claims reflector runs :func:`follow_claims` after every batch that changed claims or
 templates (for the names in the batch; for all after a relist), so requests follow within
@@ -34,12 +36,13 @@ from typing import Any
 
 from celery import shared_task
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Max
 from django.utils import timezone
 
 from claims.models import (
     AllocatedDevice,
     AllocationMode,
+    AllocationRecord,
     ClaimRequest,
     ResourceClaim,
     ResourceClaimTemplate,
@@ -235,6 +238,15 @@ def _quiet(request: ClaimRequest, now: datetime) -> bool:
     return since is not None and now - since > MIRROR_GRACE
 
 
+def _cleared_for_a_while(request: ClaimRequest, row: _Row, now: datetime) -> bool:
+    """The claim has been without an allocation for ``MIRROR_GRACE``: kube-scheduler, which
+    clears a reservation to allocate it where a pod fits, did not allocate it again."""
+    cleared = AllocationRecord.objects.filter(claim_uid=row.uid).aggregate(at=Max("ended_at"))
+    if cleared["at"] is None:
+        return _quiet(request, now)
+    return bool(now - cleared["at"] > MIRROR_GRACE)
+
+
 def _follow(
     request: ClaimRequest, row: _Row, devices: set[DeviceKey], now: datetime, backstop: bool
 ) -> list[str]:
@@ -249,7 +261,7 @@ def _follow(
         if row.is_allocated:
             replaced = caught_up and devices != _keys(request.allocation)
         else:
-            replaced = caught_up and backstop and _quiet(request, now)
+            replaced = caught_up and backstop and _cleared_for_a_while(request, row, now)
         if replaced and _move(request, row):
             changed.append("moved")
     if row.consumers and request.state == State.APPLIED:

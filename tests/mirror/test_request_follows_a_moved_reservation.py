@@ -4,14 +4,18 @@ request follows the cluster's allocation, records the conflict and tells its own
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.core import mail
+from django.utils import timezone
 
-from claims.models import ClaimRequest, ClassPolicy, ResourceClaim
+from claims.models import AllocationRecord, ClaimRequest, ClassPolicy, ResourceClaim
 from claims.services import submit_request
 from claims.specs import ClaimInput
 from home.scheduler import Scheduler
 from mirror.cluster import Cluster, ClusterConfig, Kind
+from mirror.requests import sync_requests
 from portal.models import AuditEvent
 from tests.mirror.conftest import watch_claims
 
@@ -95,3 +99,52 @@ def test_a_reservation_the_scheduler_replaced_is_followed_and_recorded(bob, live
     for *_, device in devices(held):
         assert f">{device}</a>" in page
     assert "the cluster moved the claim from " in page
+
+
+def test_a_reservation_cleared_and_not_allocated_again_is_followed_by_the_backstop(
+    bob, live, client_as
+):
+    emulator, cluster, _ = live
+    ClassPolicy.objects.create(device_class_name="gpu.nvidia.com", mode="reservation")
+    request = submit_request(
+        user=bob,
+        claim=ClaimInput(namespace="gpu-test1", name="solo", device_class_name="gpu.nvidia.com"),
+    )
+    request.refresh_from_db()
+    written = request.allocation
+    watch_claims(
+        cluster, lambda: ResourceClaim.objects.filter(name="solo", is_allocated=True).exists()
+    )
+
+    def cleared_by_someone() -> None:
+        with Cluster(ClusterConfig(server=emulator.url, read_timeout=5)) as client:
+            claim = client.get(Kind.RESOURCE_CLAIMS, "solo", "gpu-test1")
+            del claim["status"]["allocation"]
+            client.replace_status(Kind.RESOURCE_CLAIMS, claim)
+
+    watch_claims(
+        cluster,
+        lambda: ResourceClaim.objects.filter(name="solo", is_allocated=False).exists(),
+        action=cleared_by_someone,
+    )
+    # At once it waits: kube-scheduler clears a reservation to allocate it again elsewhere.
+    request.refresh_from_db()
+    assert (request.allocation, request.conflicts) == (written, 0)
+    assert sync_requests()["moved"] == 0
+    # Still without an allocation after the grace period: the request follows the cluster.
+    AllocationRecord.objects.filter(claim_name="solo").update(
+        ended_at=timezone.now() - timedelta(minutes=1)
+    )
+    assert sync_requests()["moved"] == 1
+    request.refresh_from_db()
+    assert (request.allocation, request.node_name, request.conflicts) == (None, "", 1)
+    assert request.state == State.APPLIED
+    event = AuditEvent.objects.get(
+        action=AuditEvent.Action.CLAIM_CONFLICT, object_id=str(request.pk)
+    )
+    assert event.before["devices"] == devices(written)
+    assert event.after["devices"] == []
+    page = client_as(bob).get(request.get_absolute_url()).content.decode()
+    assert "not mirrored yet" not in page
+    assert ">0 devices<" in page
+    assert sync_requests()["moved"] == 0  # recorded once
