@@ -74,31 +74,39 @@ def wait(what, check, seconds=30):
 
 cluster = connect(cluster_config())
 say("cluster version", cluster.version())
-node = fixture("nodes.json", "Node", NODE)
-with contextlib.suppress(AlreadyExists):
-    cluster.create(Kind.NODES, {"metadata": node["metadata"]})
-now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-cluster.patch_status(
-    Kind.NODES,
-    NODE,
-    {
-        "status": {
-            "capacity": {"cpu": "16", "memory": "64Gi", "pods": "110"},
-            "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "message": "hand-made",
-                    "lastHeartbeatTime": now,
-                    "lastTransitionTime": now,
-                }
-            ],
-        }
-    },
-)
-cluster.patch(Kind.NODES, NODE, {"spec": {"taints": []}})
+
+
+def ready_node(name, taints):
+    """The fixture's Node, Ready by hand (no kubelet), with ``taints`` only (admission
+    adds node.kubernetes.io/not-ready to a new Node)."""
+    body = fixture("nodes.json", "Node", name)
+    with contextlib.suppress(AlreadyExists):
+        cluster.create(Kind.NODES, {"metadata": body["metadata"]})
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    cluster.patch_status(
+        Kind.NODES,
+        name,
+        {
+            "status": {
+                "capacity": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+                "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "KubeletReady",
+                        "message": "hand-made",
+                        "lastHeartbeatTime": stamp,
+                        "lastTransitionTime": stamp,
+                    }
+                ],
+            }
+        },
+    )
+    cluster.patch(Kind.NODES, name, {"spec": {"taints": taints}})
+
+
+ready_node(NODE, [])
 for kind, body in (
     (Kind.DEVICE_CLASSES, fixture("deviceclasses.json", "DeviceClass", "gpu.nvidia.com")),
     (
@@ -230,34 +238,6 @@ def journey(mode, name, count, constraint=""):
     except NotFound:
         say("claim deleted")
     mirror()
-
-
-def ready_node(name, taints):
-    body = fixture("nodes.json", "Node", name)
-    with contextlib.suppress(AlreadyExists):
-        cluster.create(Kind.NODES, {"metadata": body["metadata"]})
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    cluster.patch_status(
-        Kind.NODES,
-        name,
-        {
-            "status": {
-                "capacity": {"cpu": "16", "memory": "64Gi", "pods": "110"},
-                "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
-                "conditions": [
-                    {
-                        "type": "Ready",
-                        "status": "True",
-                        "reason": "KubeletReady",
-                        "message": "hand-made",
-                        "lastHeartbeatTime": stamp,
-                        "lastTransitionTime": stamp,
-                    }
-                ],
-            }
-        },
-    )
-    cluster.patch(Kind.NODES, name, {"spec": {"taints": taints}})
 
 
 def devices_of(allocation):
