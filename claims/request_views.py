@@ -144,7 +144,10 @@ def _allocations(
     claim_request: ClaimRequest, mirrored: ResourceClaim | None
 ) -> list[dict[str, Any]]:
     """The devices held: the mirrored claim's results (linked to their devices), else the
-    allocation the portal wrote (reservations the mirror does not show yet)."""
+    allocation the portal wrote (reservations the mirror does not show yet); an ended request
+    holds nothing."""
+    if not claim_request.is_active:
+        return []
     if mirrored is not None and mirrored.is_allocated:
         return [
             {
@@ -205,6 +208,8 @@ def _timeline(claim_request: ClaimRequest, mirrored: ResourceClaim | None) -> li
             text = f"{before.get('state', '?')} → {after.get('state', '?')}"
             if after.get("reason"):
                 text += f": {after['reason']}"
+        elif event.action == AuditEvent.Action.CLAIM_CONFLICT and after.get("summary"):
+            text = after["summary"]
         elif event.action == AuditEvent.Action.CLAIM_RENEWED:
             text = f"lease renewed until {after.get('expires_at', '?')}"
         else:

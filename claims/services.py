@@ -39,7 +39,10 @@ from portal.services.audit import record_event
 
 __all__ = [
     "ADMIN_ACCESS_LABEL",
+    "CLAIM_DELETED_REASON",
+    "CLUSTER_REPLACED_REASON",
     "FORCED_RELEASE_REASON",
+    "GONE_REASONS",
     "QuotaExceeded",
     "delete_class_policy",
     "enqueue",
@@ -58,6 +61,11 @@ ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
 APPLY_TASK = "claims.apply_request"
 # The reason a portal admin's forced release records (notifications call it a reclaim).
 FORCED_RELEASE_REASON = "release forced by a portal admin"
+# The reasons a request ends with when its claim is gone from the cluster (mirror.following;
+# notifications tell the owner).
+CLAIM_DELETED_REASON = "its claim was deleted from the cluster outside the portal"
+CLUSTER_REPLACED_REASON = "the cluster was replaced: its claim is not in the new cluster"
+GONE_REASONS = (CLAIM_DELETED_REASON, CLUSTER_REPLACED_REASON)
 RELEASE_TASK = "claims.release_request"
 # SQLite has no row locks: the embedded mode serialises submissions in the process instead.
 _SUBMIT_LOCK = threading.Lock()

@@ -10,6 +10,12 @@ current idle episode. ``claim_reclaimed``: sent (sender ``ClaimIdleness``; ``cla
 ``namespace``, ``name``, ``tenant_id``, ``owner_id``, ``reason``) when the portal deleted an idle
 claim. Receivers act on commit.
 
+``claim_moved``: sent (sender ``ClaimRequest``; ``request``, ``before``, ``after``: the devices
+as ``[driver, pool, device]`` lists and the node) when the cluster holds other devices for a
+reservation than the portal wrote and the request followed the cluster (``mirror.following``).
+``tenant_usage_changed``: sent (``tenant_ids``) when mirrored claims of those tenants changed, so
+their usage may have crossed a line (the quota-high alarm). Receivers act on commit.
+
 ``relink_claim_tenants`` keeps ``ResourceClaim.tenant`` in step with namespace ownership.
 """
 
@@ -26,15 +32,19 @@ from portal.models import TenantNamespace
 from portal.signals import namespaces_changed
 
 __all__ = [
+    "claim_moved",
     "claim_reclaimed",
     "claims_flagged_idle",
     "relink_claim_tenants",
     "request_state_changed",
+    "tenant_usage_changed",
 ]
 
 request_state_changed = Signal()
 claims_flagged_idle = Signal()
 claim_reclaimed = Signal()
+claim_moved = Signal()
+tenant_usage_changed = Signal()
 
 
 @receiver(namespaces_changed, dispatch_uid="claims.relink_claim_tenants")

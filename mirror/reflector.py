@@ -44,6 +44,7 @@ from mirror.cluster import (
     ResourceVersionTooLarge,
     Unreachable,
 )
+from mirror.following import follow_claims
 from mirror.mapping import map_object, resource_version_of
 from mirror.models import MirrorStatus
 from mirror.states import STATE_KINDS, PoolKey, all_pools, refresh_pools
@@ -79,6 +80,16 @@ def _uid_of(item: Any) -> str:
     metadata = item.get("metadata") if isinstance(item, dict) else None
     uid = metadata.get("uid") if isinstance(metadata, dict) else None
     return uid if isinstance(uid, str) else ""
+
+
+def _names_of(objects: list[Any]) -> list[tuple[str, str]]:
+    """(namespace, name) of each object that has them."""
+    names = set()
+    for item in objects:
+        metadata = item.get("metadata") if isinstance(item, dict) else None
+        if isinstance(metadata, dict) and metadata.get("name"):
+            names.add((str(metadata.get("namespace") or ""), str(metadata["name"])))
+    return sorted(names)
 
 
 def _is_below(version: str, saved: str | None) -> bool:
@@ -413,8 +424,11 @@ class Reflector:
         """Schedules what derives from this kind's rows, once the transaction commits.
 
         Device ↔ class memberships follow slices (only the changed ones; all after a relist,
-        ``objects=None``) and classes (all devices).
+        ``objects=None``) and classes (all devices). Portal requests follow their claims and
+        templates (``mirror.following``: those in the batch; all after a relist).
         """
+        if self.kind in (Kind.RESOURCE_CLAIMS, Kind.RESOURCE_CLAIM_TEMPLATES):
+            follow_claims.delay_on_commit(None if objects is None else _names_of(objects))
         if self.kind == Kind.RESOURCE_SLICES and objects is not None:
             uids = sorted({str((o.get("metadata") or {}).get("uid", "")) for o in objects} - {""})
             refresh_device_classes.delay_on_commit(uids)

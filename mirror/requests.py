@@ -31,9 +31,8 @@ from claims.models import (
     AllocatedDevice,
     AllocationMode,
     ClaimRequest,
-    ResourceClaim,
 )
-from claims.services import transition
+from claims.services import CLAIM_DELETED_REASON, CLUSTER_REPLACED_REASON, transition
 from mirror.cluster import (
     AlreadyExists,
     ClusterError,
@@ -43,6 +42,7 @@ from mirror.cluster import (
     Unavailable,
     connect,
 )
+from mirror.following import follow_requests
 from mirror.watchers import cluster_config
 from portal.models import AuditEvent
 from portal.services.audit import record_event
@@ -60,10 +60,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 State = ClaimRequest.State
 # How long after applying a reservation the scheduler may still hand its devices to another
-# claim (it learns of our write through its informer), and how long a claim may be missing
-# from the mirror before we ask the API server whether it was deleted.
+# claim (it learns of our write through its informer).
 CONFLICT_WINDOW = timedelta(seconds=30)
-MIRROR_GRACE = timedelta(seconds=30)
 STUCK_AFTER = timedelta(seconds=30)
 MAX_CONFLICT_RETRIES = 3
 
@@ -204,18 +202,28 @@ def apply_request(request_id: str) -> str:
                 )
                 return "failed: name taken"
             if reservation and not (found.get("status") or {}).get("allocation"):
-                cluster.patch_status(
+                found = cluster.patch_status(
                     Kind.RESOURCE_CLAIMS,
                     request.name,
                     {"status": {"allocation": request.allocation}},
                     namespace=request.namespace,
                 )
+            # Where the claim lives: the mirror tells from these whether it is gone, and
+            # whether an allocation it shows is newer than this write (mirror.following).
+            metadata = found.get("metadata") or {}
+            where = {
+                "claim_uid": str(metadata.get("uid") or ""),
+                "claim_version": str(metadata.get("resourceVersion") or ""),
+                "cluster_uid": cluster.identity(),
+            }
     except Unavailable as error:
         raise Retry(str(error)) from error
     except ClusterError as error:
         _fail(request, f"The API server refused the claim: {error}")
         return "failed: refused"
-    transition(request, State.APPLIED, expect=[State.ALLOCATING])
+    if transition(request, State.APPLIED, expect=[State.ALLOCATING], **where):
+        # The mirror may have shown the claim (even a pod using it) before it was applied.
+        follow_requests([(request.namespace, request.name)])
     return "applied"
 
 
@@ -303,14 +311,19 @@ def verify_reservation(request_id: str) -> str:
     old = request.allocation
     try:
         with connect(cluster_config()) as cluster:
-            cluster.patch_status(
+            cleared = cluster.patch_status(
                 Kind.RESOURCE_CLAIMS,
                 request.name,
                 {"status": {"allocation": None}},
                 namespace=request.namespace,
             )
+            # The portal's own writes move claim_version: following never takes them for
+            # someone else's (mirror.following).
             ClaimRequest.objects.filter(pk=request.pk).update(
-                allocation=None, conflicts=request.conflicts + 1, updated_at=timezone.now()
+                allocation=None,
+                conflicts=request.conflicts + 1,
+                claim_version=_version_of(cleared),
+                updated_at=timezone.now(),
             )
             request.allocation = None
             index().forget(str(request.pk))
@@ -335,59 +348,49 @@ def verify_reservation(request_id: str) -> str:
                 )
                 cluster.delete(Kind.RESOURCE_CLAIMS, request.name, request.namespace)
                 return "conflict: failed"
-            cluster.patch_status(
+            written = cluster.patch_status(
                 Kind.RESOURCE_CLAIMS,
                 request.name,
                 {"status": {"allocation": placement.allocation}},
                 namespace=request.namespace,
             )
+            ClaimRequest.objects.filter(pk=request.pk).update(claim_version=_version_of(written))
     except Unavailable as error:
         raise Retry(str(error)) from error
     return "conflict: moved"
 
 
+def _version_of(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
 def sync_requests() -> dict[str, int]:
-    """Beat: follow the mirror — applied ↔ in use by ``reservedFor``; a claim deleted outside
-    the portal ends its request (after asking the API server, not only the mirror)."""
-    counts = {"in_use": 0, "applied": 0, "gone": 0}
-    now = timezone.now()
-    requests = ClaimRequest.objects.filter(state__in=[State.APPLIED, State.IN_USE])
-    mirrored = {
-        (ns, name): consumers
-        for ns, name, consumers in ResourceClaim.objects.filter(
-            name__in=requests.values("name")
-        ).values_list("namespace", "name", "consumer_count")
-    }
-    for request in requests:
-        if request.is_template:
-            continue
-        consumers = mirrored.get((request.namespace, request.name))
-        if consumers is None:
-            if request.applied_at and now - request.applied_at > MIRROR_GRACE and _gone(request):
-                transition(
-                    request,
-                    State.RELEASED,
-                    expect=[State.APPLIED, State.IN_USE],
-                    reason="the claim was deleted outside the portal",
-                )
-                counts["gone"] += 1
-            continue
-        if consumers and request.state == State.APPLIED:
-            counts["in_use"] += transition(request, State.IN_USE, expect=[State.APPLIED])
-        elif not consumers and request.state == State.IN_USE:
-            counts["applied"] += transition(request, State.APPLIED, expect=[State.IN_USE])
-    return counts
+    """Beat, the backstop of following the mirror (``mirror.following``, which the claims
+    reflector runs after every batch): in use ↔ applied, claims gone, allocations moved; a
+    claim the mirror cannot account for (its watcher is down) is looked up in the API server
+    once the request has been quiet for a while."""
+    return follow_requests(backstop=True, confirm=_confirm_gone)
 
 
-def _gone(request: ClaimRequest) -> bool:
+def _confirm_gone(request: ClaimRequest) -> str:
+    """Asks the API server for the request's claim: why it is gone, or "" (there, or the
+    server cannot tell now)."""
+    kind, _ = manifest(request)
     try:
         with connect(cluster_config()) as cluster:
-            cluster.get(Kind.RESOURCE_CLAIMS, request.name, request.namespace)
-    except NotFound:
-        return True
+            try:
+                found = cluster.get(kind, request.name, request.namespace)
+            except NotFound:
+                found = None
+            identity = cluster.identity() if found is None else ""
     except ClusterError:
-        return False
-    return False
+        return ""
+    if found is not None:
+        uid = str((found.get("metadata") or {}).get("uid") or "")
+        return CLAIM_DELETED_REASON if request.claim_uid and uid != request.claim_uid else ""
+    if request.cluster_uid and identity and identity != request.cluster_uid:
+        return CLUSTER_REPLACED_REASON
+    return CLAIM_DELETED_REASON
 
 
 def conflicted_reservations() -> list[str]:

@@ -5,19 +5,38 @@ from __future__ import annotations
 from typing import Any
 
 from celery import current_app
+from django.core.cache import cache
 from django.db import transaction
 from django.dispatch import receiver
 
 from claims.models import ClaimRequest
-from claims.signals import claim_reclaimed, claims_flagged_idle, request_state_changed
+from claims.signals import (
+    claim_moved,
+    claim_reclaimed,
+    claims_flagged_idle,
+    request_state_changed,
+    tenant_usage_changed,
+)
 from notifications.services import event_for_transition
 
-__all__ = ["on_claim_reclaimed", "on_claims_flagged_idle", "on_request_state_changed"]
+__all__ = [
+    "on_claim_moved",
+    "on_claim_reclaimed",
+    "on_claims_flagged_idle",
+    "on_request_state_changed",
+    "on_tenant_usage_changed",
+]
 
 REQUEST_EVENT_TASK = "notifications.request_event"
 CLAIMS_IDLE_TASK = "notifications.claims_idle"
 IDLE_RECLAIM_TASK = "notifications.idle_reclaim"
+CLAIM_MOVED_TASK = "notifications.claim_moved"
+QUOTA_HIGH_TASK = "notifications.quota_high"
 IDLE_NOTICE_BATCH = 200
+# On a worker, a tenant's quota-high check runs this long after its claims changed; changes
+# within the first ``QUOTA_CHECK_COALESCE`` seconds share that check (it reads the latest usage).
+QUOTA_CHECK_AFTER = 2.0
+QUOTA_CHECK_COALESCE = 1.5
 
 
 @receiver(request_state_changed, dispatch_uid="notifications.on_request_state_changed")
@@ -52,3 +71,35 @@ def on_claim_reclaimed(sender: Any, **kwargs: Any) -> None:
     data = {key: kwargs[key] for key in ("claim_id", "namespace", "name", "tenant_id", "reason")}
     data["owner_id"] = kwargs.get("owner_id")
     transaction.on_commit(lambda: current_app.tasks[IDLE_RECLAIM_TASK].delay(**data))
+
+
+@receiver(claim_moved, dispatch_uid="notifications.on_claim_moved")
+def on_claim_moved(
+    sender: Any, request: ClaimRequest, before: dict[str, Any], after: dict[str, Any], **kwargs: Any
+) -> None:
+    request_id = str(request.pk)
+    transaction.on_commit(
+        lambda: current_app.tasks[CLAIM_MOVED_TASK].delay(request_id, before, after)
+    )
+
+
+@receiver(tenant_usage_changed, dispatch_uid="notifications.on_tenant_usage_changed")
+def on_tenant_usage_changed(sender: Any, tenant_ids: list[Any] | None, **kwargs: Any) -> None:
+    """The quota-high alarm of those tenants is evaluated again, on commit: at once in the
+    embedded mode (tasks run inline), else shortly after, one check per tenant for a burst of
+    changes."""
+    task = current_app.tasks[QUOTA_HIGH_TASK]
+
+    def check() -> None:
+        if current_app.conf.task_always_eager:
+            task.delay(tenant_ids)
+            return
+        due = [
+            tenant_id
+            for tenant_id in (tenant_ids if tenant_ids is not None else ["all"])
+            if cache.add(f"notifications:quota-high:{tenant_id}", 1, QUOTA_CHECK_COALESCE)
+        ]
+        if due:
+            task.apply_async((None if tenant_ids is None else due,), countdown=QUOTA_CHECK_AFTER)
+
+    transaction.on_commit(check)

@@ -27,7 +27,7 @@ from django.utils import timezone
 from claims.idle import claim_owner
 from claims.models import ClaimIdleness, ClaimRequest, ResourceClaim
 from claims.quota import QuotaCheck, format_gib, quota_report
-from claims.services import FORCED_RELEASE_REASON
+from claims.services import FORCED_RELEASE_REASON, GONE_REASONS
 from notifications.models import (
     TEST_EVENT,
     Event,
@@ -44,6 +44,7 @@ from portal.services.tenants import save_tenant
 __all__ = [
     "Notice",
     "notify_claim_idle",
+    "notify_claim_moved",
     "notify_idle_reclaim",
     "event_for_transition",
     "lease_lead",
@@ -198,6 +199,8 @@ def event_for_transition(
         return Event.REQUEST_FAILED
     if after == State.RELEASING and (request.lease_ended or reason == FORCED_RELEASE_REASON):
         return Event.CLAIM_RECLAIMED
+    if after == State.RELEASED and reason in GONE_REASONS:
+        return Event.CLAIM_GONE
     return None
 
 
@@ -238,6 +241,13 @@ def _request_notice(request: ClaimRequest, event: Event, reason: str) -> Notice:
     elif event == Event.REQUEST_FAILED:
         subject = f"Claim {claim} failed"
         lines = [f"Your request for {asked} failed.", f"Reason: {reason or 'not given'}"]
+    elif event == Event.CLAIM_GONE:
+        subject = f"Claim {claim} is gone from the cluster"
+        lines = [
+            f"Your claim {claim} ({asked}) is no longer in the cluster: {reason}.",
+            "Its request has ended and no longer counts against the quota. Pods that used it "
+            "lost its devices; request the devices again if you still need them.",
+        ]
     else:
         subject = f"Claim {claim} reclaimed"
         why = "its lease ended" if request.lease_ended else "a portal admin forced its release"
@@ -261,6 +271,61 @@ def notify_request_event(request: ClaimRequest, event: Event, reason: str = "") 
     """Tells the requester (by email, if they want it) and the tenant's webhook."""
     users = [request.requested_by] if request.requested_by is not None else []
     return len(notify(_request_notice(request, event, reason), tenant=request.tenant, users=users))
+
+
+def _device_text(side: Mapping[str, Any]) -> str:
+    devices = [str(device) for *_, device in side.get("devices") or []]
+    if not devices:
+        return "no devices (its allocation was cleared)"
+    node = side.get("node") or ""
+    return ", ".join(devices) + (f" on {node}" if node else "")
+
+
+def _notify_requester(
+    request: ClaimRequest,
+    *,
+    event: Event,
+    key: str,
+    subject: str,
+    lines: list[str],
+    data: dict[str, Any] | None = None,
+) -> list[Notification]:
+    """One notice about ``request`` (linking its page) to its requester and the webhook."""
+    notice = Notice(
+        event=event,
+        key=key,
+        subject=subject,
+        lines=lines,
+        path=request.get_absolute_url(),
+        object_type="claims.ClaimRequest",
+        object_id=str(request.pk),
+        data=_request_data(request) if data is None else data,
+    )
+    users = [request.requested_by] if request.requested_by is not None else []
+    return notify(notice, tenant=request.tenant, users=users)
+
+
+def notify_claim_moved(
+    request: ClaimRequest, before: Mapping[str, Any], after: Mapping[str, Any]
+) -> int:
+    """Tells the requester (and the tenant's webhook) that the cluster holds other devices for
+    their reservation than the portal wrote, and that the request now shows the cluster's."""
+    claim = f"{request.namespace}/{request.name}"
+    notified = _notify_requester(
+        request,
+        event=Event.CLAIM_MOVED,
+        key=f"{Event.CLAIM_MOVED}:{request.pk}:{request.conflicts}",
+        subject=f"Claim {claim} was moved to other devices",
+        lines=[
+            f"The portal reserved {_device_text(before)} for your claim {claim}; the cluster "
+            f"now holds {_device_text(after)} for it.",
+            "kube-scheduler replaces a reservation no pod holds yet when a pod using the claim "
+            "cannot run on the reserved node (taints, node selector, resources). The claim's "
+            "page shows what the cluster holds now; the conflict is in its timeline.",
+        ],
+        data={**_request_data(request), "before": dict(before), "after": dict(after)},
+    )
+    return len(notified)
 
 
 # -- beat: leases ending ----------------------------------------------------------------------
@@ -294,22 +359,20 @@ def notify_expiring_leases(now: datetime | None = None) -> int:
         left = format_duration(
             timedelta(minutes=int((request.expires_at - now).total_seconds() // 60))
         )
-        notice = Notice(
-            event=Event.LEASE_EXPIRING,
-            key=f"{Event.LEASE_EXPIRING}:{request.pk}:{request.expires_at.isoformat()}",
-            subject=f"Claim {claim}: lease ends in {left}",
-            lines=[
-                f"The lease of your claim {claim} ({request.count_label} × "
-                f"{request.device_class_name}) ends at {_when(request.expires_at)}, in {left}.",
-                "The portal then releases it. Renew it on its page to keep the devices.",
-            ],
-            path=request.get_absolute_url(),
-            object_type="claims.ClaimRequest",
-            object_id=str(request.pk),
-            data=_request_data(request),
+        sent += bool(
+            _notify_requester(
+                request,
+                event=Event.LEASE_EXPIRING,
+                key=f"{Event.LEASE_EXPIRING}:{request.pk}:{request.expires_at.isoformat()}",
+                subject=f"Claim {claim}: lease ends in {left}",
+                lines=[
+                    f"The lease of your claim {claim} ({request.count_label} × "
+                    f"{request.device_class_name}) ends at {_when(request.expires_at)}, "
+                    f"in {left}.",
+                    "The portal then releases it. Renew it on its page to keep the devices.",
+                ],
+            )
         )
-        users = [request.requested_by] if request.requested_by is not None else []
-        sent += bool(notify(notice, tenant=request.tenant, users=users))
     return sent
 
 
@@ -445,13 +508,17 @@ def _tenant_admins(tenant: Tenant) -> list[AbstractBaseUser]:
     )
 
 
-def notify_high_quotas() -> int:
-    """Beat: for each tenant and device class with a quota, raise the alarm (one notice to
-    the tenant admins and the webhook) when usage reaches ``NOTIFY_QUOTA_HIGH_PERCENT`` of
-    any limit, and clear it (re-arming the notice) once usage is back below every line."""
+def notify_high_quotas(tenant_ids: Iterable[Any] | None = None) -> int:
+    """For each tenant (of ``tenant_ids``; all by default) and device class with a quota,
+    raise the alarm (one notice to the tenant admins and the webhook) when usage reaches
+    ``NOTIFY_QUOTA_HIGH_PERCENT`` of any limit, and clear it (re-arming the notice) once usage
+    is back below every line. Runs when mirrored claims of a tenant change, and on beat."""
     percent = settings.NOTIFY_QUOTA_HIGH_PERCENT
     raised = 0
-    for tenant in Tenant.objects.filter(quotas__isnull=False).distinct():
+    tenants = Tenant.objects.filter(quotas__isnull=False).distinct()
+    if tenant_ids is not None:
+        tenants = tenants.filter(pk__in=list(tenant_ids))
+    for tenant in tenants:
         for device_class, check in quota_report(tenant).items():
             if check.quota is None:
                 continue

@@ -14,6 +14,7 @@ from notifications import webhooks
 from notifications.models import Event, Notification, WebhookDelivery
 from notifications.services import (
     notify_claim_idle,
+    notify_claim_moved,
     notify_expiring_leases,
     notify_high_quotas,
     notify_idle_reclaim,
@@ -21,6 +22,7 @@ from notifications.services import (
 )
 
 __all__ = [
+    "claim_moved",
     "claims_idle",
     "idle_reclaim",
     "deliver_webhook",
@@ -104,9 +106,21 @@ def lease_expiring() -> int:
 
 
 @shared_task(name="notifications.quota_high", ignore_result=True)
-def quota_high() -> int:
-    """Beat: tell tenant admins when usage crosses the quota-high line."""
-    return notify_high_quotas()
+def quota_high(tenant_ids: list[Any] | None = None) -> int:
+    """Tell tenant admins when usage crosses the quota-high line: for the tenants whose
+    mirrored claims changed, and on beat for all."""
+    return notify_high_quotas(tenant_ids)
+
+
+@shared_task(name="notifications.claim_moved", ignore_result=True)
+def claim_moved(request_id: str, before: dict[str, Any], after: dict[str, Any]) -> int:
+    """Tell an owner that the cluster moved their reservation to other devices."""
+    request = (
+        ClaimRequest.objects.select_related("tenant", "requested_by").filter(pk=request_id).first()
+    )
+    if request is None:
+        return 0
+    return notify_claim_moved(request, before, after)
 
 
 @shared_task(name="notifications.claims_idle", ignore_result=True)

@@ -11,7 +11,12 @@ consumer, so they are decided one at a time against one warm index).
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any
 
 from celery import Celery
 from kombu import Queue
@@ -59,3 +64,45 @@ app.conf.beat_schedule = {
     "claims-reclaim-idle": {"task": "claims.reclaim_idle", "schedule": 120.0},
 }
 app.autodiscover_tasks()
+
+logger = logging.getLogger(__name__)
+
+
+def start_embedded_beat(
+    stop: threading.Event,
+    *,
+    skip: Iterable[str] = (),
+    schedule: dict[str, dict[str, Any]] | None = None,
+    tick: float = 1.0,
+) -> threading.Thread:
+    """The embedded mode's beat (one process, no beat, tasks run inline): a daemon thread
+    sends each entry of the beat schedule (``schedule``, default the one above) but those named
+    in ``skip`` every ``schedule`` seconds, the first time one interval after it starts, as
+    Celery beat does. A failing task is logged and the others keep their times."""
+    entries = {
+        name: entry
+        for name, entry in (app.conf.beat_schedule if schedule is None else schedule).items()
+        if name not in set(skip)
+    }
+
+    def loop() -> None:
+        from django.db import close_old_connections
+
+        due = {name: time.monotonic() + float(entry["schedule"]) for name, entry in entries.items()}
+        while not stop.wait(tick):
+            for name, entry in entries.items():
+                if time.monotonic() < due[name]:
+                    continue
+                due[name] = time.monotonic() + float(entry["schedule"])
+                try:
+                    app.tasks[entry["task"]].apply_async(
+                        entry.get("args", ()), entry.get("kwargs", {})
+                    )
+                except Exception:  # the beat outlives a failing task
+                    logger.exception("embedded beat: %s failed", name)
+                finally:
+                    close_old_connections()
+
+    thread = threading.Thread(target=loop, daemon=True, name="embedded-beat")
+    thread.start()
+    return thread

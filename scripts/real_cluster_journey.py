@@ -12,6 +12,13 @@ It creates a Node (Ready, untainted by hand: there is no kubelet), the gpu.nvidi
 DeviceClass and one DGX H100 ResourceSlice from devices/fixtures, a namespace, a tenant and a
 user; then requests devices in reservation mode and in scheduler mode, runs a pod against each
 claim, and prints what the API server, the scheduler and the controller did.
+
+Last, the scheduler replacing a reservation: the portal reserves two GPUs of dgx-a100-01 (a
+node tainted NoSchedule; its pool is the only one offered while the portal chooses), then a
+pod without a toleration uses the claim. kube-scheduler clears the allocation ("deallocation
+of ResourceClaim completed") and allocates GPUs of dgx-h100-01 itself; the claims watcher runs
+and the script prints what the portal recorded: the request's devices and node (the cluster's),
+its conflicts, the audit event and the owner's notification.
 """
 
 import contextlib
@@ -31,7 +38,8 @@ from mirror.cluster import AlreadyExists, Kind, NotFound, connect
 from mirror.mapping import MIRRORED_KINDS
 from mirror.reflector import Reflector
 from mirror.watchers import cluster_config
-from portal.models import Tenant
+from notifications.models import Notification
+from portal.models import AuditEvent, Tenant
 from portal.services import tenants as tenant_services
 
 FIXTURES = Path("devices/fixtures")
@@ -66,31 +74,39 @@ def wait(what, check, seconds=30):
 
 cluster = connect(cluster_config())
 say("cluster version", cluster.version())
-node = fixture("nodes.json", "Node", NODE)
-with contextlib.suppress(AlreadyExists):
-    cluster.create(Kind.NODES, {"metadata": node["metadata"]})
-now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-cluster.patch_status(
-    Kind.NODES,
-    NODE,
-    {
-        "status": {
-            "capacity": {"cpu": "16", "memory": "64Gi", "pods": "110"},
-            "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "message": "hand-made",
-                    "lastHeartbeatTime": now,
-                    "lastTransitionTime": now,
-                }
-            ],
-        }
-    },
-)
-cluster.patch(Kind.NODES, NODE, {"spec": {"taints": []}})
+
+
+def ready_node(name, taints):
+    """The fixture's Node, Ready by hand (no kubelet), with ``taints`` only (admission
+    adds node.kubernetes.io/not-ready to a new Node)."""
+    body = fixture("nodes.json", "Node", name)
+    with contextlib.suppress(AlreadyExists):
+        cluster.create(Kind.NODES, {"metadata": body["metadata"]})
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    cluster.patch_status(
+        Kind.NODES,
+        name,
+        {
+            "status": {
+                "capacity": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+                "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "KubeletReady",
+                        "message": "hand-made",
+                        "lastHeartbeatTime": stamp,
+                        "lastTransitionTime": stamp,
+                    }
+                ],
+            }
+        },
+    )
+    cluster.patch(Kind.NODES, name, {"spec": {"taints": taints}})
+
+
+ready_node(NODE, [])
 for kind, body in (
     (Kind.DEVICE_CLASSES, fixture("deviceclasses.json", "DeviceClass", "gpu.nvidia.com")),
     (
@@ -224,6 +240,95 @@ def journey(mode, name, count, constraint=""):
     mirror()
 
 
+def devices_of(allocation):
+    results = ((allocation or {}).get("devices") or {}).get("results") or []
+    return sorted(f"{r['pool']}/{r['device']}" for r in results)
+
+
+def scheduler_replaces_a_reservation():
+    name, a100 = "replaced-pair", "dgx-a100-01"
+    say(f"=== the scheduler replaces a reservation: {name}, 2 GPU(s) reserved on tainted {a100}")
+    save_class_policy(actor=AnonymousUser(), device_class_name="gpu.nvidia.com", mode="reservation")
+    ready_node(a100, [{"key": "dra-portal.io/journey", "value": "no-pods", "effect": "NoSchedule"}])
+    a100_slices = [
+        item
+        for item in json.loads((FIXTURES / "nvidia-a100-mig.json").read_text())["items"]
+        if item["kind"] == "ResourceSlice" and item["spec"].get("driver") == "gpu.nvidia.com"
+    ]
+    for item in a100_slices:
+        with contextlib.suppress(AlreadyExists):
+            cluster.create(
+                Kind.RESOURCE_SLICES,
+                {"metadata": {"name": item["metadata"]["name"]}, "spec": item["spec"]},
+            )
+    # While the portal chooses, dgx-a100-01 is the only pool offered: the H100 slice goes and
+    # comes back once the reservation is written.
+    h100 = fixture(
+        "nvidia-dgx-h100.json", "ResourceSlice", "00000-gpu.nvidia.com-dgx-h100-01-p9lts"
+    )
+    with contextlib.suppress(NotFound):
+        cluster.delete(Kind.RESOURCE_SLICES, h100["metadata"]["name"])
+    mirror()
+    request = submit_request(
+        user=user,
+        claim=ClaimInput(namespace=NS, name=name, device_class_name="gpu.nvidia.com", count=2),
+    )
+    request.refresh_from_db()
+    say("request", request.state, request.reason or "", "node", request.node_name)
+    say("the portal wrote", devices_of(request.allocation))
+    with contextlib.suppress(AlreadyExists):
+        cluster.create(Kind.RESOURCE_SLICES, h100)
+    mirror()
+    cluster.create(Kind.PODS, pod(f"{name}-pod", name))
+    bound = wait(
+        "pod bound",
+        lambda: cluster.get(Kind.PODS, f"{name}-pod", NS)["spec"].get("nodeName"),
+        seconds=90,
+    )
+    say("pod bound to", bound)
+    status = wait(
+        "claim reserved for the pod",
+        lambda: claim_status(name).get("reservedFor") and claim_status(name),
+    )
+    say("the cluster holds", devices_of(status["allocation"]))
+
+    def followed():
+        request.refresh_from_db()
+        return request.conflicts > 0 and request.state == ClaimRequest.State.IN_USE
+
+    started = time.monotonic()
+    Reflector(Kind.RESOURCE_CLAIMS, cluster, watch_seconds=5).run(
+        seconds=60, keepalive=lambda: not followed()
+    )
+    say(f"claims watcher ran {time.monotonic() - started:.2f}s; followed: {followed()}")
+    say(
+        "portal recorded: state",
+        request.state,
+        "conflicts",
+        request.conflicts,
+        "node",
+        request.node_name,
+        "devices",
+        devices_of(request.allocation),
+    )
+    for event in AuditEvent.objects.filter(
+        action=AuditEvent.Action.CLAIM_CONFLICT, object_id=str(request.pk)
+    ):
+        say("audit", event.action, "before", event.before.get("devices"), event.before.get("node"))
+        say("audit", event.action, "after ", event.after.get("devices"), event.after.get("node"))
+        say("timeline:", event.after.get("summary"))
+    for notice in Notification.objects.filter(object_id=str(request.pk)):
+        say("notification", notice.event, notice.channel, "to", notice.user, ":", notice.subject)
+    cluster.delete(Kind.PODS, f"{name}-pod", NS, grace_period_seconds=0)
+    wait("reservedFor empty", lambda: not claim_status(name).get("reservedFor"))
+    mirror()
+    release_request(user=user, request=request)
+    request.refresh_from_db()
+    say("request", request.state)
+    mirror()
+
+
 journey("reservation", "reserved-pair", 2, "numa")
 journey("scheduler", "scheduled-one", 1)
+scheduler_replaces_a_reservation()
 say("requests:", list(ClaimRequest.objects.values_list("name", "state", "conflicts")))

@@ -95,6 +95,13 @@ class ClaimRequest(models.Model):
     # Reservation mode: the status.allocation the portal wrote (assumed until mirrored).
     allocation = models.JSONField(null=True, blank=True)
     node_name = models.CharField(max_length=253, blank=True)
+    # Where applying put the claim (or template): its uid, the resourceVersion of the portal's
+    # last write to it, and the cluster's identity (the kube-system uid) then. With them the
+    # mirror tells a claim gone (deleted, or the cluster replaced) from one not mirrored yet,
+    # and an allocation someone else wrote from the portal's own (``mirror.following``).
+    claim_uid = models.CharField(max_length=64, blank=True)
+    claim_version = models.CharField(max_length=64, blank=True)
+    cluster_uid = models.CharField(max_length=64, blank=True)
     attempts = models.PositiveIntegerField(default=0)
     conflicts = models.PositiveIntegerField(default=0)
     # Set when the release comes from the lease ending: the request ends as expired.

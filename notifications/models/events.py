@@ -15,6 +15,8 @@ class Event(models.TextChoices):
     CLAIM_RECLAIMED = "claim_reclaimed", "Claim reclaimed"
     QUOTA_HIGH = "quota_high", "Quota almost used up"
     CLAIM_IDLE = "claim_idle", "Claim idle"
+    CLAIM_GONE = "claim_gone", "Claim gone from the cluster"
+    CLAIM_MOVED = "claim_moved", "Claim moved by the cluster"
 
     @property
     def description(self) -> str:
@@ -31,4 +33,8 @@ _DESCRIPTIONS = {
     Event.QUOTA_HIGH: "A tenant you administer uses 90 % or more of a quota limit.",
     Event.CLAIM_IDLE: "A claim of yours holds devices that nothing uses (no pod, or almost no "
     "GPU utilisation); it may be reclaimed.",
+    Event.CLAIM_GONE: "A claim of yours is no longer in the cluster (deleted outside the "
+    "portal, or the cluster was replaced): its request ended and its quota is free.",
+    Event.CLAIM_MOVED: "The cluster holds other devices for a claim of yours than the portal "
+    "reserved (e.g. the kube-scheduler deallocated the reservation and allocated again).",
 }

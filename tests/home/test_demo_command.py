@@ -9,12 +9,23 @@ from django.core.management import call_command
 
 from claims.models import ClassPolicy
 from home.management.commands import demo
+from portal.celery import app
 
 
 @pytest.fixture
-def started_schedulers(monkeypatch: pytest.MonkeyPatch, db: None) -> list[str]:
-    """Runs the command without serving, seeding, watching or a real emulator; returns the
-    servers a simulated scheduler was started for."""
+def beat_skips(monkeypatch: pytest.MonkeyPatch) -> list[set[str]]:
+    """The entries each embedded beat the command started leaves to the demo's own loops."""
+    started: list[set[str]] = []
+    monkeypatch.setattr(demo, "start_embedded_beat", lambda stop, skip: started.append(set(skip)))
+    return started
+
+
+@pytest.fixture
+def started_schedulers(
+    monkeypatch: pytest.MonkeyPatch, db: None, beat_skips: list[set[str]]
+) -> list[str]:
+    """Runs the command without serving, seeding, watching, a beat or a real emulator;
+    returns the servers a simulated scheduler was started for."""
     started: list[str] = []
     monkeypatch.setattr(demo, "call_command", lambda *args, **kwargs: None)
     monkeypatch.setattr(demo, "start_embedded_watchers", lambda stop: [])
@@ -61,3 +72,24 @@ def test_the_demo_offers_both_allocation_modes_and_keeps_an_admins_choice(
 
     modes = dict(ClassPolicy.objects.values_list("device_class_name", "mode"))
     assert modes == {"gpu.nvidia.com": "reservation", "mig.nvidia.com": "reservation"}
+
+
+def test_the_demo_runs_the_lifecycle_beat_tasks_in_process(
+    started_schedulers: list[str], beat_skips: list[set[str]], settings
+) -> None:
+    settings.KUBE_API_SERVER = settings.KUBECONFIG = ""
+
+    call_command("demo", stdout=StringIO())
+
+    [skip] = beat_skips
+    runs = {entry["task"] for name, entry in app.conf.beat_schedule.items() if name not in skip}
+    assert {
+        "claims.sync_requests",
+        "claims.expire_leases",
+        "claims.resume_requests",
+        "notifications.quota_high",
+        "notifications.lease_expiring",
+    } <= runs
+    # Its watchers are threads and its telemetry is simulated by the demo itself.
+    assert "devices.tasks.ensure_watchers" not in runs
+    assert "devices.tasks.telemetry_ingest" not in runs

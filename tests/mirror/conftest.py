@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from apiemulator import Emulator
 from mirror.cluster import Cluster, ClusterConfig, Kind
 from mirror.mapping import normalized
+from mirror.reflector import Reflector
 from mirror.store import MODELS
 
 FIXTURES = Path(__file__).resolve().parents[2] / "devices" / "fixtures"
@@ -58,3 +60,28 @@ def mirror_state(kind: Kind) -> dict[str, tuple[str, dict[str, Any]]]:
         uid: (version, raw)
         for uid, version, raw in MODELS[kind].objects.values_list("uid", "resource_version", "raw")
     }
+
+
+def watch_claims(
+    cluster: Cluster,
+    until: Callable[[], bool],
+    *,
+    action: Callable[[], object] | None = None,
+    seconds: float = 15.0,
+) -> None:
+    """Runs the claims watcher (the reflector, as the watchers run it) in this thread until
+    ``until()`` holds, at most ``seconds``; what follows each committed batch (portal requests
+    following their claims, quota alarms) runs here too, as in the embedded mode. ``action``
+    runs meanwhile in another thread (cluster calls only: the test database is this thread's).
+    Each call starts a new reflector from the saved position, as a restarted watcher does."""
+    reflector = Reflector(Kind.RESOURCE_CLAIMS, cluster, watch_seconds=1)
+    reflector.backoff.base, reflector.backoff.cap = 0.02, 0.5
+    worker = threading.Thread(target=action, daemon=True) if action is not None else None
+    if worker is not None:
+        worker.start()
+    try:
+        reflector.run(seconds=seconds, keepalive=lambda: not until())
+    finally:
+        if worker is not None:
+            worker.join(timeout=seconds)
+    assert until(), f"not reached within {seconds} s"

@@ -4,8 +4,8 @@ Seeds the demo personas; unless a real cluster is configured (``KUBE_API_SERVER`
 ``KUBECONFIG``), starts the API emulator loaded with ``devices/fixtures`` (two DGX H100, a DGX
 A100 with MIG partitions, the dra-example-driver node, a legacy device-plugin node, their
 classes and claims) with the simulated scheduler that places its pods (``home/scheduler.py``);
-starts one watcher thread per kind and a simulated telemetry source (readings labelled
-*simulated* everywhere); then serves the portal.
+starts one watcher thread per kind, the beat's lifecycle tasks in a thread, and a simulated
+telemetry source (readings labelled *simulated* everywhere); then serves the portal.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from devices.models import Device, DeviceClass, TelemetrySource
 from devices.telemetry.ingest import backfill_simulated_history, ingest_source, prune, roll_up
 from home.scheduler import start_simulated_scheduler
 from mirror.watchers import start_embedded_watchers
+from portal.celery import start_embedded_beat
 from portal.models import Tenant
 from portal.services.tenants import save_tenant
 
@@ -53,6 +54,20 @@ DEMO_PENDING = ClaimInput(
 )
 DEMO_PENDING_KEY = "demo-pending-approval"
 DEMO_TELEMETRY_SOURCE = "demo-simulated"
+
+# Beat entries the demo runs its own way: watchers are threads; telemetry, usage rollups and the
+# idle sweep follow the simulated source (``_simulate_telemetry``). The rest (leases, request
+# sync and resume, quota alarms, backstops, webhooks) run on the embedded beat.
+EMBEDDED_BEAT_SKIP = frozenset(
+    {
+        "ensure-watchers",
+        "telemetry-ingest",
+        "telemetry-roll-up",
+        "telemetry-prune",
+        "claims-roll-up-usage",
+        "claims-sweep-idle",
+    }
+)
 
 DEMO_CLASS_POLICIES = [
     ("gpu.nvidia.com", AllocationMode.RESERVATION),
@@ -81,6 +96,7 @@ class Command(BaseCommand):
                 "with the portal's allocator and binds pods (not a real kube-scheduler)."
             )
         start_embedded_watchers(stop)
+        start_embedded_beat(stop, skip=EMBEDDED_BEAT_SKIP)
         threading.Thread(
             target=self._seed_governance, args=(stop,), daemon=True, name="demo-governance"
         ).start()
