@@ -163,7 +163,7 @@ def _claim_url(claim: Any) -> str:
 def _reading_text(reading: Reading | None, *, partitioned: bool = False) -> str:
     if reading is not None and reading.gpu_util is None and partitioned:
         # NVML has no utilisation of a GPU in MIG mode: its partitions' strips show theirs.
-        return "MIG mode"
+        return "stale (MIG mode)" if reading.is_stale else "MIG mode"
     if reading is None or reading.gpu_util is None:
         return "no data"
     if reading.is_stale:

@@ -3,7 +3,10 @@ show what its partitions read, instead of a figure that looks like an idle GPU's
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
+from django.utils import timezone
 
 from devices.models import Device, DeviceTelemetry, TelemetrySource
 from devices.telemetry.ingest import ingest_source
@@ -49,7 +52,9 @@ def test_the_node_page_shows_a_mig_gpus_partitions_instead_of_a_figure_of_its_ow
     row = page.split(f">{mig_gpu.name}</a>", 1)[1].split("</tr>", 1)[0]
     span = f"{utils[0]} %" if utils[0] == utils[-1] else f"{utils[0]}–{utils[-1]} %"
     plural = "s" if len(utils) != 1 else ""
-    assert f"MIG mode ·</span> {len(utils)} partition{plural}: {span}" in row
+    assert (
+        f'MIG mode ·</span> <span class="text-nowrap">{len(utils)} partition{plural}: {span}' in row
+    )
     assert 'aria-label="GPU utilisation of' not in row  # no bar of its own
 
 
@@ -74,3 +79,11 @@ def test_the_topology_drawing_labels_a_mig_gpu_instead_of_an_idle_figure(client_
     page = client_as(bob).get(f"/nodes/{mig_gpu.node_name}/topology/").content.decode()
 
     assert "GPU utilisation MIG mode" in page
+
+
+def test_a_stale_mig_gpu_says_both(client_as, bob, mig_gpu):
+    DeviceTelemetry.objects.update(sampled_at=timezone.now() - datetime.timedelta(minutes=10))
+
+    page = client_as(bob).get(f"/nodes/{mig_gpu.node_name}/topology/").content.decode()
+
+    assert "GPU utilisation stale (MIG mode)" in page
