@@ -221,8 +221,9 @@ class PartitionLoadSerializer(serializers.Serializer):
 
 
 class LatestReadingSerializer(serializers.Serializer):
-    """A device's latest reading (a ``devices.telemetry.reads.LatestReading``), as its page
-    shows it. Units are dcgm-exporter's."""
+    """A device's latest reading, as its page shows it. Units are dcgm-exporter's."""
+
+    # Renders a devices.telemetry.reads.LatestReading (the reading, its staleness, partitions).
 
     driver = serializers.CharField(source="reading.driver")
     pool = serializers.CharField(source="reading.pool_name")
