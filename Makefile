@@ -4,6 +4,8 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
+# The demo cluster (the API emulator) and var/demo-kubeconfig, which points kubectl at it.
+EMULATOR_PORT ?= 8001
 
 .PHONY: demo test lint check clean
 
@@ -22,9 +24,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
 	@touch $(VENV)/.installed $@
 
 ## demo: install, migrate, create the demo users and serve the portal on http://127.0.0.1:8000
+## (PORT= moves the portal, EMULATOR_PORT= its demo cluster on 127.0.0.1)
 demo: $(VENV)/.installed
 	$(PY) manage.py migrate --no-input
-	$(PY) manage.py demo --host $(HOST) --port $(PORT)
+	$(PY) manage.py demo --host $(HOST) --port $(PORT) --emulator-port $(EMULATOR_PORT)
 
 ## test: install what is missing and run the whole suite
 test: $(VENV)/.installed-dev

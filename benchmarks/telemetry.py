@@ -33,6 +33,7 @@ os.environ.setdefault(
     "DATABASE_URL", "postgres://postgres@127.0.0.1:5432/dra_portal_bench_telemetry"
 )
 GPUS_PER_NODE = 8
+EMPTY_ANSWER = b'{"status": "success", "data": {"resultType": "vector", "result": []}}'
 SERIES = (
     "DCGM_FI_DEV_GPU_UTIL",
     "DCGM_FI_DEV_MEM_COPY_UTIL",
@@ -145,7 +146,9 @@ def serve(state: dict) -> str:
         def do_GET(self) -> None:  # noqa: N802
             query = parse_qs(urlsplit(self.path).query).get("query", [""])[0]
             metric = query.rsplit("(", 1)[-1].rstrip(")")
-            body = state["answers"][metric]
+            # A series dcgm-exporter does not publish by default (DCGM_FI_DEV_FB_RESERVED):
+            # Prometheus answers its query with an empty vector.
+            body = state["answers"].get(metric, EMPTY_ANSWER)
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))

@@ -160,7 +160,10 @@ def _claim_url(claim: Any) -> str:
     )
 
 
-def _reading_text(reading: Reading | None) -> str:
+def _reading_text(reading: Reading | None, *, partitioned: bool = False) -> str:
+    if reading is not None and reading.gpu_util is None and partitioned:
+        # NVML has no utilisation of a GPU in MIG mode: its partitions' strips show theirs.
+        return "stale (MIG mode)" if reading.is_stale else "MIG mode"
     if reading is None or reading.gpu_util is None:
         return "no data"
     if reading.is_stale:
@@ -249,7 +252,7 @@ def _gpu_shape(box: GpuBox, urls: _DeviceUrls) -> GpuShape:
         title="",
         state_label=_state_label(device.state),
         model=_truncate(device.model_name or device.device_type or device.driver, width - 2 * PAD),
-        util_text=_reading_text(reading),
+        util_text=_reading_text(reading, partitioned=box.is_partitioned),
         util_w=round(bar_w * (util or 0) / 100),
         util_bar_w=bar_w,
         has_data=reading is not None and reading.has_data,

@@ -14,6 +14,7 @@ from devices.models import Device, DeviceClass, Node, ResourceSlice
 __all__ = [
     "DeviceClassSerializer",
     "DeviceSerializer",
+    "LatestReadingSerializer",
     "NodeSerializer",
     "ResourceSliceSerializer",
 ]
@@ -211,3 +212,44 @@ class ResourceSliceSerializer(serializers.ModelSerializer):
             "created_at",
             "problems",
         ]
+
+
+class PartitionLoadSerializer(serializers.Serializer):
+    count = serializers.IntegerField(help_text="Partitions read in the last two minutes.")
+    gpu_util_min = serializers.IntegerField(source="low")
+    gpu_util_max = serializers.IntegerField(source="high")
+
+
+class LatestReadingSerializer(serializers.Serializer):
+    """A device's latest reading, as its page shows it. Units are dcgm-exporter's."""
+
+    # Renders a devices.telemetry.reads.LatestReading (the reading, its staleness, partitions).
+
+    driver = serializers.CharField(source="reading.driver")
+    pool = serializers.CharField(source="reading.pool_name")
+    device = serializers.CharField(source="reading.device_name")
+    sampled_at = serializers.DateTimeField(source="reading.sampled_at")
+    stale = serializers.BooleanField(
+        source="is_stale", help_text="Older than two minutes: its source is failing or gone."
+    )
+    simulated = serializers.BooleanField(source="reading.is_simulated")
+    gpu_util = serializers.IntegerField(
+        source="reading.gpu_util",
+        allow_null=True,
+        help_text="%; null where NVML reports none (a GPU in MIG mode: see partitions).",
+    )
+    mem_copy_util = serializers.IntegerField(source="reading.mem_copy_util", allow_null=True)
+    fb_used_mib = serializers.IntegerField(source="reading.fb_used_mib", allow_null=True)
+    fb_total_mib = serializers.IntegerField(source="reading.fb_total_mib", allow_null=True)
+    memory_used = serializers.SerializerMethodField(help_text="% of the device's memory.")
+    power_w = serializers.FloatField(source="reading.power_w", allow_null=True)
+    temperature_c = serializers.IntegerField(source="reading.temperature_c", allow_null=True)
+    partitions = PartitionLoadSerializer(
+        allow_null=True,
+        help_text="A GPU in MIG mode (no utilisation of its own): what its partitions read now.",
+    )
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_memory_used(self, latest: Any) -> float | None:
+        fraction = latest.reading.fb_used_fraction
+        return None if fraction is None else round(fraction * 100, 1)

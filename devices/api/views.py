@@ -18,7 +18,7 @@ from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import renderers, viewsets
+from rest_framework import renderers, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -31,21 +31,22 @@ from devices.filtersets import (
     ResourceSliceFilterSet,
 )
 from devices.models import Device, DeviceClass, Node, ResourceSlice
-from devices.telemetry.reads import device_utilisation, node_utilisation
+from devices.telemetry.reads import History, device_utilisation, node_utilisation
 from devices.views.devices import get_device
 from portal.api.pagination import KeysetPagination, keyset_chunks
 from portal.api.renderers import FastJSONRenderer, json_lines
 from portal.api.utilisation import (
     RANGE_PARAMETER,
-    UTILISATION_RESPONSE,
     requested_range,
     utilisation_response,
+    utilisation_schema,
 )
 
 from .device_rows import DeviceRows
 from .serializers import (
     DeviceClassSerializer,
     DeviceSerializer,
+    LatestReadingSerializer,
     NodeSerializer,
     ResourceSliceSerializer,
 )
@@ -108,11 +109,21 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(
         summary="A node's GPU utilisation over a time range",
         description=(
-            "The average over the node's devices per point, and memory used as a percentage "
-            "of their memory. Empty series when nothing on the node was read in the range."
+            "The average over the node's devices per point, memory used as a percentage of "
+            "their memory, their total power draw, and each device's latest reading. Empty "
+            "series when nothing on the node was read in the range. A reading older than two "
+            "minutes is listed as stale and no longer counts in `simulated` or `devices_read`."
         ),
         parameters=[RANGE_PARAMETER],
-        responses=UTILISATION_RESPONSE,
+        responses=utilisation_schema(
+            "NodeUtilisation",
+            stale=serializers.BooleanField(help_text="No device read in the last two minutes."),
+            devices_read=serializers.IntegerField(
+                help_text="Devices read in the last two minutes."
+            ),
+            devices_stale=serializers.IntegerField(help_text="Devices whose reading is stale."),
+            devices=LatestReadingSerializer(many=True),
+        ),
     )
     @action(detail=True, methods=["get"], url_path="utilisation", pagination_class=None)
     def utilisation(self, request: Request, name: str) -> Response:
@@ -120,15 +131,15 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         node = get_object_or_404(Node.objects.only("name"), name=name)
         span = requested_range(request)
         found = node_utilisation(node.name, span=span)
+        history = found.history if found else History()
         return utilisation_response(
             span,
-            {
-                "gpu_util": found.history if found else [],
-                "memory_used": found.memory_history if found else [],
-            },
+            {"gpu_util": history.util, "memory_used": history.memory, "power_w": history.power},
             simulated=bool(found and found.is_simulated),
             stale=bool(found and found.is_stale),
-            devices_read=len(found.readings) if found else 0,
+            devices_read=len(found.fresh) if found else 0,
+            devices_stale=len(found.stale) if found else 0,
+            devices=LatestReadingSerializer(found.rows if found else [], many=True).data,
         )
 
 
@@ -235,20 +246,26 @@ class DeviceUtilisationView(APIView):
 
     @extend_schema(
         summary="A device's GPU utilisation over a time range",
-        description="GPU utilisation, and memory used as a percentage of the device's memory.",
+        description=(
+            "GPU utilisation, memory used as a percentage of the device's memory and power "
+            "draw over the range, and the latest reading (what the device's page shows)."
+        ),
         parameters=[RANGE_PARAMETER],
-        responses=UTILISATION_RESPONSE,
+        responses=utilisation_schema(
+            "DeviceUtilisation",
+            stale=serializers.BooleanField(help_text="The latest reading is stale."),
+            latest=LatestReadingSerializer(allow_null=True),
+        ),
     )
     def get(self, request: Request, driver: str, pool: str, device: str) -> Response:
         found_device = get_device(request.user, driver, pool, device)
         span = requested_range(request)
         found = device_utilisation(found_device, span=span)
+        history = found.history if found else History()
         return utilisation_response(
             span,
-            {
-                "gpu_util": found.history if found else [],
-                "memory_used": found.memory_history if found else [],
-            },
+            {"gpu_util": history.util, "memory_used": history.memory, "power_w": history.power},
             simulated=bool(found and found.reading.is_simulated),
             stale=bool(found and found.is_stale),
+            latest=LatestReadingSerializer(found.latest).data if found else None,
         )

@@ -50,6 +50,11 @@ class Resolution(models.TextChoices):
     def seconds(self) -> int:
         return 300 if self is Resolution.FIVE_MINUTES else 3600
 
+    def bucket_of(self, moment: datetime.datetime) -> datetime.datetime:
+        """The start of the bucket ``moment`` falls in (UTC)."""
+        epoch = int(moment.timestamp())
+        return datetime.datetime.fromtimestamp(epoch - epoch % self.seconds, tz=datetime.UTC)
+
 
 class TelemetrySource(models.Model):
     """One way readings reach the portal: scrape our exporters (small clusters), query a

@@ -23,7 +23,7 @@ from devices.models import (
     Resolution,
     TelemetrySource,
 )
-from devices.telemetry.sources import SourceError, collect, simulated_reading
+from devices.telemetry.sources import SourceError, collect, simulated_readings
 from devices.telemetry.store import (
     cached_device_index,
     device_index,
@@ -51,6 +51,7 @@ class CycleResult:
     samples: int = 0
     unmatched: int = 0
     error: str = ""
+    failed: bool = False  # the whole source failed (``error`` says why); else errors are partial
 
 
 def due_sources(now: datetime.datetime | None = None) -> list[TelemetrySource]:
@@ -116,7 +117,7 @@ def _ingest_source(
         TelemetrySource.objects.filter(pk=source.pk).update(
             last_error=message, last_duration_ms=round((time.monotonic() - started) * 1000)
         )
-        return CycleResult(source.name, ran=True, error=message)
+        return CycleResult(source.name, ran=True, error=message, failed=True)
     if collected.matched is not None:
         matched, unmatched = collected.matched, 0
     else:
@@ -152,11 +153,6 @@ def _ingest_source(
     return CycleResult(source.name, ran=True, samples=written, unmatched=unmatched, error=error)
 
 
-def _floor(moment: datetime.datetime, seconds: int) -> datetime.datetime:
-    epoch = int(moment.timestamp())
-    return datetime.datetime.fromtimestamp(epoch - epoch % seconds, tz=datetime.UTC)
-
-
 def roll_up(now: datetime.datetime | None = None) -> int:
     """Writes the 5-minute rollups of every closed bucket since the last one written (that one
     again: late samples), then the hourly ones from them. Idempotent; returns rows written."""
@@ -180,9 +176,9 @@ def roll_up(now: datetime.datetime | None = None) -> int:
             first = source_rows.order_by(field).values_list(field, flat=True).first()
             if first is None:
                 continue
-            last = _floor(first, seconds)
+            last = resolution.bucket_of(first)
         bucket = last
-        end = _floor(now, seconds)  # buckets before this one are closed
+        end = resolution.bucket_of(now)  # buckets before this one are closed
         for _ in range(_MAX_BUCKETS_PER_RUN):
             if bucket >= end:
                 break
@@ -334,32 +330,34 @@ def backfill_simulated_history(
         raise ValueError("only a simulated source has a made-up past")
     now = now or timezone.now()
     index = {d.key: d for d in device_index().by_name.values()}
-    devices = [
-        (row, index[row.natural_key])
+    rows = {
+        row.natural_key: row
         for row in DeviceTelemetry.objects.filter(source=source)
         if row.natural_key in index
-    ]
+    }
+    devices = [index[key] for key in rows]
+    memory = {key: row.fb_total_mib for key, row in rows.items() if row.fb_total_mib}
     rollups = []
     for resolution in (Resolution.FIVE_MINUTES, Resolution.HOUR):
         step = datetime.timedelta(seconds=resolution.seconds)
-        bucket = _floor(now - datetime.timedelta(hours=hours), resolution.seconds)
+        bucket = resolution.bucket_of(now - datetime.timedelta(hours=hours))
         while bucket + step <= now:
-            middle = bucket + step / 2
-            for row, device in devices:
-                values = simulated_reading(device, middle, row.fb_total_mib or 16384).values
+            for device, reading in simulated_readings(devices, bucket + step / 2, memory):
+                values = reading.values
+                util = values.get("gpu_util")
                 rollups.append(
                     DeviceRollup(
-                        device_id=row.pk,
+                        device_id=rows[device.key].pk,
                         resolution=resolution,
                         bucket_start=bucket,
                         samples=resolution.seconds // source.interval_seconds,
-                        gpu_util_avg=values["gpu_util"],
-                        gpu_util_max=min(round(values["gpu_util"] * 1.15), 100),
-                        mem_copy_util_avg=values["mem_copy_util"],
+                        gpu_util_avg=util,
+                        gpu_util_max=None if util is None else min(round(util * 1.15), 100),
+                        mem_copy_util_avg=values.get("mem_copy_util"),
                         fb_used_mib_avg=values["fb_used_mib"],
                         fb_used_mib_max=values["fb_used_mib"],
-                        power_w_avg=values["power_w"],
-                        temperature_c_max=values["temperature_c"],
+                        power_w_avg=values.get("power_w"),
+                        temperature_c_max=values.get("temperature_c"),
                     )
                 )
             bucket += step

@@ -22,6 +22,7 @@ __all__ = [
     "SeriesKey",
     "PROMETHEUS_LABELS",
     "PrometheusError",
+    "SCRAPED_METRICS",
     "normalise_pci_bus_id",
     "prometheus_query",
     "readings_from_prometheus",
@@ -35,9 +36,14 @@ METRICS = {
     "DCGM_FI_DEV_MEM_COPY_UTIL": "mem_copy_util",
     "DCGM_FI_DEV_FB_USED": "fb_used_mib",
     "DCGM_FI_DEV_FB_FREE": "fb_free_mib",
+    # The driver's reserve (our exporter, dcgm-exporter where configured): part of the total.
+    "DCGM_FI_DEV_FB_RESERVED": "fb_reserved_mib",
     "DCGM_FI_DEV_POWER_USAGE": "power_w",
     "DCGM_FI_DEV_GPU_TEMP": "temperature_c",
 }
+# A scrape has every series at hand: the exact total too (our exporter publishes it; from
+# Prometheus it would cost one more query for what used + free + reserved gives within 2 MiB).
+SCRAPED_METRICS = {**METRICS, "DCGM_FI_DEV_FB_TOTAL": "fb_total_mib"}
 
 # (Hostname, GPU UUID, PCI bus id, GPU instance id or "", GPU instance profile or "")
 SeriesKey = tuple[str, str, str, str, str]
@@ -72,8 +78,16 @@ class Reading:
 
     @property
     def fb_total_mib(self) -> float | None:
+        """The total where it was read, else used + free + the driver's reserve where that is
+        published apart (NVML's version-2 memory information, whose used leaves it out;
+        version 1 counts it in used)."""
+        total = self.values.get("fb_total_mib")
+        if total is not None:
+            return total
         used, free = self.values.get("fb_used_mib"), self.values.get("fb_free_mib")
-        return None if used is None or free is None else used + free
+        if used is None or free is None:
+            return None
+        return used + free + self.values.get("fb_reserved_mib", 0)
 
 
 def _key(labels: Mapping[str, str]) -> SeriesKey:
@@ -86,12 +100,15 @@ def _key(labels: Mapping[str, str]) -> SeriesKey:
     )
 
 
-def readings_from_series(series: Iterable[tuple[str, Mapping[str, str], float]]) -> list[Reading]:
+def readings_from_series(
+    series: Iterable[tuple[str, Mapping[str, str], float]],
+    metrics: Mapping[str, str] = METRICS,
+) -> list[Reading]:
     """Groups ``(metric name, labels, value)`` samples into one reading per device; series
-    other than :data:`METRICS`, NaN and infinite values are ignored."""
+    other than ``metrics``, NaN and infinite values are ignored."""
     found: dict[SeriesKey, Reading] = {}
     for name, labels, value in series:
-        field_name = METRICS.get(name)
+        field_name = metrics.get(name)
         if field_name is None or not math.isfinite(value):
             continue
         key = _key(labels)
@@ -112,9 +129,12 @@ def readings_from_series(series: Iterable[tuple[str, Mapping[str, str], float]])
 def readings_from_text(text: str) -> list[Reading]:
     """The readings in one Prometheus text exposition (an exporter's ``/metrics``)."""
     return readings_from_series(
-        (sample.name, sample.labels, sample.value)
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
+        (
+            (sample.name, sample.labels, sample.value)
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+        ),
+        SCRAPED_METRICS,
     )
 
 
@@ -136,7 +156,7 @@ class PrometheusError(ValueError):
 
 # The instant-query answer, decoded straight into these (msgspec: no dict per series, labels
 # other than the join's skipped while parsing; gc=False since they hold no cycles). At 40,000
-# GPUs the six answers hold 240,000 series: the stdlib's json took ~1.8 s, this ~0.2 s.
+# GPUs six answers hold 240,000 series: the stdlib's json took ~1.8 s, this ~0.2 s.
 class _Labels(msgspec.Struct, gc=False):
     Hostname: str = ""
     UUID: str = ""

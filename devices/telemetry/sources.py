@@ -38,7 +38,14 @@ from devices.telemetry.readings import (
 )
 from devices.telemetry.store import device_index
 
-__all__ = ["Collected", "EXPORTER_LABEL", "collect", "exporter_targets", "simulated_reading"]
+__all__ = [
+    "Collected",
+    "EXPORTER_LABEL",
+    "collect",
+    "exporter_targets",
+    "simulated_reading",
+    "simulated_readings",
+]
 
 EXPORTER_LABEL = ("app.kubernetes.io/name", "dra-portal-exporter")
 _PARALLEL_SCRAPES = 8
@@ -128,7 +135,7 @@ def _collect_exporters(source: TelemetrySource) -> Collected:
 
 
 def _collect_prometheus(source: TelemetrySource) -> Collected:
-    """One instant query per series (:func:`prometheus_query`), the six in parallel."""
+    """One instant query per series (:func:`prometheus_query`), all in parallel."""
     if not source.url:
         raise SourceError("no Prometheus URL configured")
     base = f"{source.url.rstrip('/')}/api/v1/query"
@@ -164,10 +171,11 @@ def _unit(key: tuple[str, ...], minute: int, salt: str) -> float:
 def simulated_reading(device: IndexedDevice, at: datetime.datetime, memory_mib: int) -> Reading:
     """Made-up values for ``device`` at ``at``: a held device works (40–95 %, drifting), one
     in five held devices idles (under 3 %: something for idle detection to find), a free one
-    idles. Deterministic per device and minute."""
+    idles. Deterministic per device and minute. A MIG device reads utilisation and memory
+    only: NVML has no power or temperature of its own for it (its GPU's are read)."""
     minute = int(at.timestamp() // 60)
     key = device.key
-    held = device.state in (DeviceState.ALLOCATED, DeviceState.SHARED)
+    held = device.state in _HELD
     idle_holder = _unit(key, 0, "idle") < 0.2
     if held and not idle_holder:
         wave = 0.5 + 0.5 * math.sin(minute / 17 + _unit(key, 0, "phase") * 6.3)
@@ -177,38 +185,87 @@ def simulated_reading(device: IndexedDevice, at: datetime.datetime, memory_mib: 
         util = 3 * _unit(key, minute, "util")
         memory = 0.01 if not held else 0.05
     used = round(memory_mib * memory)
+    values: dict[str, float] = {
+        "gpu_util": round(util),
+        "mem_copy_util": round(util * 0.45),
+        "fb_used_mib": used,
+        "fb_free_mib": max(memory_mib - used, 0),
+    }
+    if not device.parent_uuid:
+        values |= {"power_w": round(70 + util * 3.2, 1), "temperature_c": round(32 + util * 0.35)}
     return Reading(
         hostname=device.node_name,
         uuid=device.uuid or device.parent_uuid,
         pci_bus_id=device.pci_bus_id,
+        values=values,
+    )
+
+
+def _in_mig_mode(
+    gpu: IndexedDevice, memory_mib: int, partitions: list[tuple[IndexedDevice, Reading, int]]
+) -> Reading:
+    """A GPU whose partitions a claim holds is in MIG mode: like NVML then, no utilisation of
+    the whole GPU; its memory used is its instances', its power and temperature follow their
+    load (each weighted by its share of the GPU's memory)."""
+    load = sum(
+        (reading.values.get("gpu_util") or 0) * size / max(memory_mib, 1)
+        for _, reading, size in partitions
+    )
+    used = round(sum(reading.values.get("fb_used_mib") or 0 for _, reading, _ in partitions))
+    return Reading(
+        hostname=gpu.node_name,
+        uuid=gpu.uuid,
+        pci_bus_id=gpu.pci_bus_id,
         values={
-            "gpu_util": round(util),
-            "mem_copy_util": round(util * 0.45),
             "fb_used_mib": used,
             "fb_free_mib": max(memory_mib - used, 0),
-            "power_w": round(70 + util * 3.2, 1),
-            "temperature_c": round(32 + util * 0.35),
+            "power_w": round(70 + load * 3.2, 1),
+            "temperature_c": round(32 + load * 0.35),
         },
     )
 
 
+def simulated_readings(
+    devices: list[IndexedDevice], at: datetime.datetime, memory_mib: dict[tuple[str, str, str], int]
+) -> list[tuple[IndexedDevice, Reading]]:
+    """:func:`simulated_reading` of each of ``devices`` at ``at`` (``memory_mib``: each one's
+    memory; 16 GiB where unknown); a GPU with held partitions among them reads as in MIG
+    mode (:func:`_in_mig_mode`)."""
+    readings = [(d, simulated_reading(d, at, memory_mib.get(d.key) or 16384)) for d in devices]
+    partitions: dict[str, list[tuple[IndexedDevice, Reading, int]]] = {}
+    for device, reading in readings:
+        if device.parent_uuid and device.state in _HELD:
+            size = memory_mib.get(device.key) or 16384
+            partitions.setdefault(device.parent_uuid, []).append((device, reading, size))
+    return [
+        (
+            device,
+            _in_mig_mode(device, memory_mib.get(device.key) or 16384, partitions[device.uuid])
+            if not device.parent_uuid and device.uuid in partitions
+            else reading,
+        )
+        for device, reading in readings
+    ]
+
+
 def _collect_simulated(now: datetime.datetime) -> Collected:
     index = device_index()
-    memory = dict(
-        ((d, p, n), m)
+    memory = {
+        (d, p, n): m // 2**20
         for d, p, n, m in Device.objects.exclude(node_name="")
         .order_by()
         .values_list("driver", "pool_name", "name", "memory_bytes")
-    )
-    matched = []
-    for device in {d.key: d for d in index.by_name.values()}.values():
-        if not (device.uuid or device.parent_uuid):
-            continue  # not a GPU the driver names (e.g. a compute-domain channel)
-        if device.parent_uuid and device.state not in _HELD:
-            continue  # a MIG placement exists as an instance only while a claim holds it
-        mib = (memory.get(device.key) or 0) // 2**20 or 16384
-        matched.append((device, simulated_reading(device, now, mib)))
-    return Collected(matched=matched)
+        if m
+    }
+    devices = [
+        device
+        for device in {d.key: d for d in index.by_name.values()}.values()
+        # Not a GPU the driver names (e.g. a compute-domain channel); a MIG placement exists
+        # as an instance only while a claim holds it.
+        if (device.uuid or device.parent_uuid)
+        and not (device.parent_uuid and device.state not in _HELD)
+    ]
+    return Collected(matched=simulated_readings(devices, now, memory))
 
 
 def collect(source: TelemetrySource, now: datetime.datetime) -> Collected:

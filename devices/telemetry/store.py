@@ -114,15 +114,15 @@ def _attribute(attributes: object, name: str) -> str:
 def _values(reading: Reading) -> tuple:
     """gpu_util, mem_copy_util, fb_used_mib, fb_total_mib, power_w, temperature_c."""
     get = reading.values.get
-    util, copy, used, free = get("gpu_util"), get("mem_copy_util"), get("fb_used_mib"), None
+    util, copy, used, total = get("gpu_util"), get("mem_copy_util"), get("fb_used_mib"), None
     if used is not None:
-        free = get("fb_free_mib")
+        total = reading.fb_total_mib
     temperature = get("temperature_c")
     return (
         None if util is None else round(util),
         None if copy is None else round(copy),
         None if used is None else round(used),
-        None if free is None else round(used + free),
+        None if total is None else round(total),
         get("power_w"),
         None if temperature is None else round(temperature),
     )
@@ -132,10 +132,13 @@ def _identity(device: IndexedDevice, reading: Reading) -> tuple:
     """node_name, uuid, parent_uuid, gpu_instance_id, pci_bus_id as the latest row keeps them,
     and fb_total_mib: what a sample does not carry, so a change goes through the upsert."""
     total = reading.fb_total_mib
+    # A partition keeps its parent GPU's UUID as parent, however it was read (a MIG reading
+    # carries the parent's UUID; the simulation's reading of a partition is no MIG reading).
+    parent_uuid = device.parent_uuid or (reading.uuid if reading.is_mig else "")
     return (
         device.node_name,
-        reading.uuid if not reading.is_mig else device.uuid,
-        reading.uuid if reading.is_mig else "",
+        device.uuid if parent_uuid else reading.uuid,
+        parent_uuid,
         reading.gpu_instance_id,
         reading.pci_bus_id,
         None if total is None else round(total),

@@ -30,12 +30,14 @@ def telemetry_sources(request: HttpRequest) -> HttpResponse:
     gpus = (
         on_nodes.exclude(uuid="").filter(parent_uuid="") | on_nodes.exclude(parent_uuid="").held()
     )
+    fresh = readings.filter(sampled_at__gte=now - STALE_AFTER)
     context = {
         "sources": sources,
         "stale_sources": [s for s in sources if s.stale],
         "gpu_count": gpus.count(),
-        "fresh_count": readings.filter(sampled_at__gte=now - STALE_AFTER).count(),
+        "fresh_count": fresh.count(),
         "reading_count": readings.count(),
-        "simulated": readings.filter(is_simulated=True).exists(),
+        # Of the current readings: what a switched-off simulation left behind ages out.
+        "simulated": fresh.filter(is_simulated=True).exists(),
     }
     return render_page(request, "devices/telemetrysource_list.html", "telemetry-sources", context)

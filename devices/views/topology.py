@@ -10,7 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.utils import timezone
 
 from devices.models import Device, DeviceState, DeviceTelemetry, Node, SharedCounterSet
-from devices.telemetry.reads import STALE_AFTER
+from devices.telemetry.reads import is_stale, shows_simulated
 from devices.topology import Holders, Reading, node_topology
 from devices.topology_drawing import draw
 from devices.topology_svg import render_svg
@@ -23,30 +23,31 @@ _DEFERRED = ("raw", "taints", "capacity")
 
 
 def _readings(name: str) -> tuple[dict[tuple[str, str, str], Reading], bool]:
-    """The latest reading of each device on the node (one query), and whether any is
-    simulated."""
+    """The latest reading of each device on the node (one query), and whether what they show
+    now is simulated (``shows_simulated``: stale readings age out of it)."""
     now = timezone.now()
+    rows = list(
+        DeviceTelemetry.objects.on_node(name).only(
+            "driver",
+            "pool_name",
+            "device_name",
+            "sampled_at",
+            "gpu_util",
+            "fb_used_mib",
+            "fb_total_mib",
+            "is_simulated",
+        )
+    )
     readings: dict[tuple[str, str, str], Reading] = {}
-    simulated = False
-    for row in DeviceTelemetry.objects.on_node(name).only(
-        "driver",
-        "pool_name",
-        "device_name",
-        "sampled_at",
-        "gpu_util",
-        "fb_used_mib",
-        "fb_total_mib",
-        "is_simulated",
-    ):
+    for row in rows:
         fraction = row.fb_used_fraction
         readings[row.natural_key] = Reading(
             gpu_util=row.gpu_util,
             memory_percent=None if fraction is None else round(fraction * 100, 1),
-            is_stale=now - row.sampled_at > STALE_AFTER,
+            is_stale=is_stale(row, now),
             is_simulated=row.is_simulated,
         )
-        simulated = simulated or row.is_simulated
-    return readings, simulated
+    return readings, shows_simulated(rows, now)
 
 
 def _holders(name: str, user: Any) -> dict[int, Holders]:

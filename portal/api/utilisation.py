@@ -16,7 +16,13 @@ from rest_framework.response import Response
 
 from portal.charts import DEFAULT_RANGE, RANGES, TimeRange
 
-__all__ = ["RANGE_PARAMETER", "UTILISATION_RESPONSE", "requested_range", "utilisation_response"]
+__all__ = [
+    "RANGE_PARAMETER",
+    "UTILISATION_RESPONSE",
+    "requested_range",
+    "utilisation_response",
+    "utilisation_schema",
+]
 
 Points = list[tuple[datetime.datetime, float | None]]
 
@@ -31,24 +37,36 @@ RANGE_PARAMETER = OpenApiParameter(
     ),
 )
 
-UTILISATION_RESPONSE = inline_serializer(
-    "Utilisation",
-    fields={
-        "range": serializers.ChoiceField(choices=list(RANGES)),
-        "resolution": serializers.ChoiceField(choices=["raw", "5m", "1h"]),
-        "start": serializers.DateTimeField(),
-        "end": serializers.DateTimeField(),
-        "series": serializers.DictField(
-            child=serializers.ListField(
-                child=serializers.ListField(), help_text="[time, percent or null] pairs"
+
+def utilisation_schema(name: str, **extra: serializers.Field) -> serializers.Serializer:
+    """The response every utilisation endpoint gives, plus its own ``extra`` fields."""
+    return inline_serializer(
+        name,
+        fields={
+            "range": serializers.ChoiceField(choices=list(RANGES)),
+            "resolution": serializers.ChoiceField(choices=["raw", "5m", "1h"]),
+            "start": serializers.DateTimeField(),
+            "end": serializers.DateTimeField(),
+            "series": serializers.DictField(
+                child=serializers.ListField(
+                    child=serializers.ListField(), help_text="[time, value or null] pairs"
+                ),
+                help_text=(
+                    "Series name → points, oldest first: gpu_util and memory_used in percent; "
+                    "power_w in watts (devices and nodes: the devices' total). A range read "
+                    "from rollups ends with the open bucket, from the raw samples, so its last "
+                    "point holds the latest reading."
+                ),
             ),
-            help_text="Series name → points, oldest first (gpu_util; memory_used where known).",
-        ),
-        "simulated": serializers.BooleanField(
-            help_text="The readings are the demo's simulation, not a GPU's."
-        ),
-    },
-)
+            "simulated": serializers.BooleanField(
+                help_text="The readings are the demo's simulation, not a GPU's."
+            ),
+            **extra,
+        },
+    )
+
+
+UTILISATION_RESPONSE = utilisation_schema("Utilisation")
 
 
 def requested_range(request: Request) -> TimeRange:

@@ -60,10 +60,11 @@ def test_a_node_page_costs_a_fixed_number_of_queries(
     with django_assert_num_queries(7):
         client.get("/nodes/dgx-a100-01/")
     ingest_source(TelemetrySource.objects.create(name="demo", kind="simulated"))
-    # … and the node's last 24 h once it has readings, however many devices it has
-    with django_assert_num_queries(8):
+    # … and the node's last 24 h once it has readings, however many devices it has: its
+    # rollups, and its last two buckets from the raw samples
+    with django_assert_num_queries(9):
         client.get("/nodes/dgx-h100-01/")
-    with django_assert_num_queries(8):
+    with django_assert_num_queries(9):
         client.get("/nodes/dgx-a100-01/")
     # the live fragment: session, user, node, slices, devices
     with django_assert_num_queries(5):

@@ -6,11 +6,16 @@ It stands in at the pynvml boundary only (passed as ``NvmlReader(library=...)`` 
 relies on it: ``NVML_ERROR_NOT_SUPPORTED`` for a reading a device lacks (utilisation on a GPU
 in MIG mode, everything but memory and processes on a MIG device), ``NOT_FOUND`` for an empty
 MIG slot, ``INVALID_ARGUMENT`` past a GPU's last NVLink, ``TIMEOUT`` from an empty event set,
-PCI bus ids as NVML writes them (``00000000:1B:00.0``), power in mW, memory in bytes. Every
-call is counted in ``calls`` (by function name) so tests can pin what is cached.
+PCI bus ids as NVML writes them (``00000000:1B:00.0``), power in mW, memory in bytes:
+``nvmlDeviceGetMemoryInfo(handle, version=nvmlMemory_v2)`` answers version 2 (total, reserved,
+free, used without the reserve) and without ``version`` version 1 (used includes the reserve),
+as pynvml does; ``FakeNvml(memory_v2=False)`` is a driver without version 2 (pynvml raises
+``FUNCTION_NOT_FOUND`` when the library lacks ``nvmlDeviceGetMemoryInfo_v2``). Every call is
+counted in ``calls`` (by function name) so tests can pin what is cached.
 
 Scenarios: ``mixed_node()`` (an A100 with two MIG GPU instances, an NVLink pair of H100 NVL
-and a GPU that is lost) and ``dgx_h100_node()`` (8 H100 SXM on NVSwitches, the benchmark).
+and a GPU that is lost), ``dgx_h100_node()`` (8 H100 SXM on NVSwitches, the benchmark) and
+``h200_capture(moment)`` (the real H200 of ``golden/h200-driver-580/``, replaying its readings).
 """
 
 from __future__ import annotations
@@ -29,8 +34,11 @@ NVML_ERROR_NOT_SUPPORTED = 3
 NVML_ERROR_NOT_FOUND = 6
 NVML_ERROR_DRIVER_NOT_LOADED = 9
 NVML_ERROR_TIMEOUT = 10
+NVML_ERROR_FUNCTION_NOT_FOUND = 13
 NVML_ERROR_GPU_IS_LOST = 15
+NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25
 NVML_ERROR_UNKNOWN = 999
+nvmlMemory_v2 = 0x02000028  # noqa: N816 - pynvml's name
 
 ERROR_STRINGS = {
     NVML_ERROR_UNINITIALIZED: "Uninitialized",
@@ -39,7 +47,9 @@ ERROR_STRINGS = {
     NVML_ERROR_NOT_FOUND: "Not Found",
     NVML_ERROR_DRIVER_NOT_LOADED: "Driver Not Loaded",
     NVML_ERROR_TIMEOUT: "Timeout",
+    NVML_ERROR_FUNCTION_NOT_FOUND: "Function Not Found",
     NVML_ERROR_GPU_IS_LOST: "GPU is lost",
+    NVML_ERROR_ARGUMENT_VERSION_MISMATCH: "Argument version mismatch",
     NVML_ERROR_UNKNOWN: "Unknown Error",
 }
 
@@ -61,9 +71,10 @@ class FakeMig:
     gpu_instance_id: int
     placement_start: int
     placement_size: int
-    memory_total_mib: int
-    memory_used_mib: int
+    memory_total_mib: float
+    memory_used_mib: float
     compute_instance_id: int = 0
+    memory_reserved_mib: float = 0
     processes: list[tuple[int, int | None]] = field(default_factory=list)
 
 
@@ -79,8 +90,10 @@ class FakeGpu:
     name: str
     uuid: str
     bus_id: str
-    memory_total_mib: int
-    memory_used_mib: int = 0
+    memory_total_mib: float
+    # Used by processes (NVML v2's ``used``); the driver's reserve is apart (v1 adds it to used).
+    memory_used_mib: float = 0
+    memory_reserved_mib: float = 0
     utilization: tuple[int, int] = (0, 0)
     temperature: int = 30
     power_mw: int = 70_000
@@ -113,7 +126,10 @@ class FakeNvml:
     NVML_ERROR_NOT_FOUND = NVML_ERROR_NOT_FOUND
     NVML_ERROR_DRIVER_NOT_LOADED = NVML_ERROR_DRIVER_NOT_LOADED
     NVML_ERROR_TIMEOUT = NVML_ERROR_TIMEOUT
+    NVML_ERROR_FUNCTION_NOT_FOUND = NVML_ERROR_FUNCTION_NOT_FOUND
     NVML_ERROR_GPU_IS_LOST = NVML_ERROR_GPU_IS_LOST
+    NVML_ERROR_ARGUMENT_VERSION_MISMATCH = NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+    nvmlMemory_v2 = nvmlMemory_v2
     NVML_DEVICE_MIG_ENABLE = 1
     NVML_NVLINK_MAX_LINKS = 36
     NVML_TEMPERATURE_GPU = 0
@@ -132,8 +148,10 @@ class FakeNvml:
         *,
         driver_version: str = "580.126.20",
         init_error: int | None = None,
+        memory_v2: bool = True,
     ) -> None:
         self.gpus = gpus
+        self.memory_v2 = memory_v2
         self.topology = topology or {}
         self.driver_version = driver_version
         self.init_error = init_error
@@ -217,14 +235,23 @@ class FakeNvml:
 
     # -- readings ---------------------------------------------------------------------------
 
-    def nvmlDeviceGetMemoryInfo(self, handle: Handle) -> Any:
+    def nvmlDeviceGetMemoryInfo(self, handle: Handle, version: int | None = None) -> Any:
+        if version and not self.memory_v2:
+            self.calls["nvmlDeviceGetMemoryInfo"] += 1
+            raise NVMLError(NVML_ERROR_FUNCTION_NOT_FOUND)
         gpu = self._gpu("nvmlDeviceGetMemoryInfo", handle)
-        if handle.mig is not None:
-            mig = gpu.migs[handle.mig]
-            total, used = mig.memory_total_mib, mig.memory_used_mib
-        else:
-            total, used = gpu.memory_total_mib, gpu.memory_used_mib
-        return SimpleNamespace(total=total * MIB, used=used * MIB, free=(total - used) * MIB)
+        found: FakeGpu | FakeMig = gpu.migs[handle.mig] if handle.mig is not None else gpu
+        total = round(found.memory_total_mib * MIB)
+        reserved = round(found.memory_reserved_mib * MIB)
+        used = round(found.memory_used_mib * MIB)
+        free = total - reserved - used
+        if not version:
+            return SimpleNamespace(total=total, free=free, used=used + reserved)
+        if version != nvmlMemory_v2:
+            raise NVMLError(NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+        return SimpleNamespace(
+            version=version, total=total, reserved=reserved, free=free, used=used
+        )
 
     def nvmlDeviceGetUtilizationRates(self, handle: Handle) -> Any:
         gpu = self._whole_gpu("nvmlDeviceGetUtilizationRates", handle)
@@ -369,6 +396,7 @@ def a100_with_two_gpu_instances() -> FakeGpu:
         bus_id="00000000:07:00.0",
         memory_total_mib=40960,
         memory_used_mib=12800,
+        memory_reserved_mib=421,
         temperature=41,
         power_mw=88_512,
         clocks=(1410, 1215),
@@ -411,6 +439,7 @@ def h100_nvl(uuid: str, bus_id: str, peer_bus_id: str, **overrides: Any) -> Fake
         "bus_id": bus_id,
         "memory_total_mib": 95830,
         "memory_used_mib": 0,
+        "memory_reserved_mib": 502,
         "mig_mode": (0, 0),
         "nvlinks": links,
     }
@@ -489,3 +518,55 @@ def dgx_h100_node() -> FakeNvml:
     ]
     topology = {(a, b): 40 if (a < 4) == (b < 4) else 50 for a in range(8) for b in range(a + 1, 8)}
     return FakeNvml(gpus, topology)
+
+
+# The real H200 of golden/h200-driver-580/ (driver 580.159.04), at the moments it was read.
+# Memory in MiB as NVML's bytes would floor to the capture's figures: the reserve is the
+# ~614.5 MiB the v1 "used" counted (615 idle, 22,233 loaded, while nvidia-smi showed 0 and
+# 21,619), so v1 gives the exporter's old figures and v2 nvidia-smi's.
+H200_UUID = "GPU-3bd33cc1-e0fb-fd38-78e8-4f434d0c3ba7"
+H200_CAPTURES: dict[str, dict[str, Any]] = {
+    "idle": {
+        "memory_used_mib": 0.75,
+        "utilization": (0, 0),
+        "temperature": 37,
+        "power_mw": 80_458,
+        "clocks": (345, 3201),
+        "energy_mj": 2_328_009,
+        "processes": [],
+    },
+    "load": {
+        "memory_used_mib": 21619.25,
+        "utilization": (99, 24),
+        "temperature": 61,
+        "power_mw": 690_893,
+        "clocks": (1470, 3201),
+        "energy_mj": 7_783_069,
+        "processes": [(489, 22_659_727_360)],
+    },
+    "after": {
+        "memory_used_mib": 0.75,
+        "utilization": (0, 0),
+        "temperature": 39,
+        "power_mw": 93_468,
+        "clocks": (600, 3201),
+        "energy_mj": 20_330_641,
+        "processes": [],
+    },
+}
+
+
+def h200_capture(moment: str, *, memory_v2: bool = True) -> FakeNvml:
+    """The captured H200 (MIG supported but off, no NVLink, ECC on and clean) at ``moment``:
+    ``idle``, ``load`` (bf16 matrix products holding 20 GiB) or ``after``."""
+    gpu = FakeGpu(
+        name="NVIDIA H200",
+        uuid=H200_UUID,
+        bus_id="00000000:00:06.0",
+        memory_total_mib=143771,
+        memory_reserved_mib=614.5,
+        mig_mode=(0, 0),
+        nvlinks=None,
+        **H200_CAPTURES[moment],
+    )
+    return FakeNvml([gpu], driver_version="580.159.04", memory_v2=memory_v2)

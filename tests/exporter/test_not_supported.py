@@ -66,7 +66,12 @@ def test_a_gpu_in_mig_mode_has_no_utilisation_and_its_mig_devices_only_memory(
         for labels in samples
         if "GPU_I_ID" in labels and name.startswith("DCGM_")
     }
-    assert mig_series == {"DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_TOTAL"}
+    assert mig_series == {
+        "DCGM_FI_DEV_FB_FREE",
+        "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_DEV_FB_TOTAL",
+        "DCGM_FI_DEV_FB_RESERVED",
+    }
 
 
 def test_a_gpu_without_nvlink_or_mig_support_has_neither(

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import close_old_connections
 
 from claims.idle import sweep_idle_claims
@@ -81,7 +81,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", default=8000, type=int)
-        parser.add_argument("--emulator-port", default=8001, type=int)
+        parser.add_argument(
+            "--emulator-port",
+            default=8001,
+            type=int,
+            help="The demo cluster's port on 127.0.0.1 (make demo EMULATOR_PORT=...).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         call_command("seed_demo", stdout=self.stdout)
@@ -195,7 +200,14 @@ class Command(BaseCommand):
         """Starts the demo cluster; returns its URL (also set as ``KUBE_API_SERVER``)."""
         from apiemulator import Emulator  # the demo's stand-in cluster, never used in production
 
-        emulator = Emulator(port=port, bookmark_interval=5.0).start()
+        try:
+            emulator = Emulator(port=port, bookmark_interval=5.0).start()
+        except OSError as error:
+            raise CommandError(
+                f"The demo cluster cannot listen on 127.0.0.1:{port} ({error.strerror}): "
+                "choose another port with `make demo EMULATOR_PORT=...` "
+                "(or `manage.py demo --emulator-port`)."
+            ) from error
         files = [FIXTURES / name for name in FIXTURE_ORDER] + sorted(
             path for path in FIXTURES.glob("*.json") if path.name not in FIXTURE_ORDER
         )
