@@ -5,6 +5,6 @@ with Emulator(port=0) as emu:
     emu.kubeconfig("/tmp/kubeconfig")
 """
 
-from .server import Emulator, Fault
+from .server import Emulator, Fault, ServingCertificate
 
-__all__ = ["Emulator", "Fault"]
+__all__ = ["Emulator", "Fault", "ServingCertificate"]

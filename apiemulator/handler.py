@@ -7,6 +7,7 @@ import contextlib
 import json
 import re
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterable
@@ -17,6 +18,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import yaml
 
+from .credentials import authenticate
 from .errors import ApiError, status_body
 from .faults import Fault
 from .negotiation import Conversion, convert_list, convert_object, include_object, negotiate
@@ -40,6 +42,7 @@ class Emulator(Protocol):
     bookmark_interval: float
     verbose: bool
     store: Store
+    tokens: frozenset[str] | None
 
     @property
     def port(self) -> int: ...
@@ -98,13 +101,30 @@ class Server(ThreadingHTTPServer):
         self.connections: set[socket.socket] = set()
         self.threads: set[threading.Thread] = set()
         self.conn_lock = threading.Lock()
+        # Serving TLS when set (read for each new connection, so it can be swapped).
+        self.tls: ssl.SSLContext | None = None
         super().__init__(address, Handler)
+
+    def get_request(self) -> tuple[Any, Any]:
+        request, client_address = super().get_request()
+        tls = self.tls
+        if tls is not None:  # the handshake runs in the connection's own thread
+            request = tls.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
+        return request, client_address
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         with self.conn_lock:
             self.connections.add(request)
             self.threads.add(threading.current_thread())
         try:
+            if isinstance(request, ssl.SSLSocket):
+                try:
+                    request.settimeout(10)
+                    request.do_handshake()
+                    request.settimeout(None)
+                except (ssl.SSLError, OSError):  # e.g. a client that does not trust our CA
+                    self.shutdown_request(request)
+                    return
             super().process_request_thread(request, client_address)
         finally:
             with self.conn_lock:
@@ -184,6 +204,7 @@ class Handler(BaseHTTPRequestHandler):
             if path.startswith("/_emulator/"):
                 self._control(method, path, body)
                 return
+            authenticate(self.headers.get("Authorization"), emulator.tokens, method, path)
             fault = emulator._take_fault(method, path)
             if fault is not None and fault.action == "error":
                 reason = _REASONS.get(fault.status, "InternalError")

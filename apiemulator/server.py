@@ -16,6 +16,7 @@ import yaml
 
 from dra.features import NEWEST_VERSION
 
+from .credentials import ServingCertificate
 from .errors import ApiError
 from .faults import Fault
 from .handler import Server
@@ -25,7 +26,7 @@ from .resources import (
 )
 from .store import Store
 
-__all__ = ["Emulator", "Fault"]
+__all__ = ["Emulator", "Fault", "ServingCertificate"]
 
 _SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
@@ -50,6 +51,8 @@ class Emulator:
         initial_resource_version: int = 0,
         cluster_uid: str | None = None,
         garbage_collection_interval: float | None = 2.0,
+        tls: ServingCertificate | None = None,
+        tokens: Iterable[str] | None = None,
         verbose: bool = False,
     ) -> None:
         """``initial_resource_version`` starts the history there (a restarted cluster may
@@ -59,8 +62,12 @@ class Emulator:
         newest Kubernetes the allocator knows (``dra.features.NEWEST_VERSION``).
         ``garbage_collection_interval``: seconds between passes of the garbage collector that
         deletes objects whose owners are gone, as kube-controller-manager's does within
-        seconds (``None``: never; ``collect_garbage()`` runs one pass on demand)."""
+        seconds (``None``: never; ``collect_garbage()`` runs one pass on demand).
+        ``tls``: serve HTTPS with this certificate; ``tokens``: the bearer tokens it accepts
+        (``None``: every request is served; see ``apiemulator.credentials``)."""
         self.host = host
+        self.tls = tls
+        self.tokens: frozenset[str] | None = None if tokens is None else frozenset(tokens)
         self.requested_port = port
         self.git_version = _git_version(version)
         self.bookmark_interval = bookmark_interval
@@ -131,6 +138,7 @@ class Emulator:
     def start(self) -> Emulator:
         if self._server is None:
             self._server = Server((self.host, self.requested_port), self)
+            self._server.tls = self.tls.context() if self.tls is not None else None
             self._thread = threading.Thread(
                 target=self._server.serve_forever,
                 kwargs={"poll_interval": 0.02},
@@ -188,15 +196,35 @@ class Emulator:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.tls is not None else 'http'}://{self.host}:{self.port}"
 
-    def kubeconfig(self, path: str | Path, *, namespace: str = "default") -> Path:
-        """Write a kubeconfig (context "emulator", plain http, no credentials) and return it."""
+    def use_tls(self, tls: ServingCertificate | None) -> None:
+        """Serve with another certificate (``None``: plain HTTP) from the next connection on,
+        as a control plane replaced or restarted with a new CA: open connections are dropped,
+        so clients connect again and meet it."""
+        self.tls = tls
+        if self._server is not None:
+            self._server.tls = tls.context() if tls is not None else None
+            self._server.close_connections()
+
+    def use_tokens(self, tokens: Iterable[str] | None) -> None:
+        """Accept these bearer tokens from the next request on (``None``: no authentication),
+        as after a rotation of the service-account signing key."""
+        self.tokens = None if tokens is None else frozenset(tokens)
+
+    def kubeconfig(
+        self, path: str | Path, *, namespace: str = "default", token: str | None = None
+    ) -> Path:
+        """Write a kubeconfig (context "emulator": its URL, the CA when serving TLS, ``token``
+        when given) and return it."""
+        cluster: dict[str, Any] = {"server": self.url}
+        if self.tls is not None:
+            cluster["certificate-authority-data"] = self.tls.ca_data()
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "emulator", "cluster": {"server": self.url}}],
-            "users": [{"name": "emulator", "user": {}}],
+            "clusters": [{"name": "emulator", "cluster": cluster}],
+            "users": [{"name": "emulator", "user": {"token": token} if token else {}}],
             "contexts": [
                 {
                     "name": "emulator",

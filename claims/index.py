@@ -170,12 +170,7 @@ class AllocationIndex(IndexReads):
             self.built_at = time.monotonic()
             self._nodes_loaded_at = self.built_at
             self.builds += 1
-            self.version += 1
-            self._published_by_class = {}
-            self._capacities_by_class = {}
-            self._counts = {}
-            self._matching_by_node = {}
-            self._node_of_uid = []
+            self._forget_answers()
             # The new cluster holds the mirror's usage only: keep this process's choices not
             # yet committed, and read the committed ones again.
             local = {k: v for k, v in self._assumed.items() if k.startswith("local:")}
@@ -277,25 +272,29 @@ class AllocationIndex(IndexReads):
                 self.rebuild()
                 return
             if reload_classes:
-                self.cluster.classes = self._load_classes()
-                self.version += 1
-                self._published_by_class = {}
-                self._capacities_by_class = {}
-                self._counts = {}
-                self._matching_by_node = {}
+                self.cluster.replace_classes(self._load_classes())
+                self._forget_answers()
             if pools:
                 self._update_pools(pools)
             if (
                 self._nodes_stale_since is not None
                 and time.monotonic() - self._nodes_loaded_at >= NODE_RELOAD_SECONDS
             ):
-                self.cluster.nodes = sorted(self._load_nodes(), key=lambda node: node.name)
+                self.cluster.replace_nodes(self._load_nodes())
                 self.version += 1
-                self.cluster._visible.clear()
-                self.cluster._suspicious_nodes.clear()
                 self._nodes_stale_since = None
                 self._nodes_loaded_at = time.monotonic()
             self._refresh_assumed()
+
+    def _forget_answers(self) -> None:
+        """The inventory or the classes changed: every answer derived from them goes (the
+        per-class reads here; results kept elsewhere by ``version``)."""
+        self.version += 1
+        self._published_by_class = {}
+        self._capacities_by_class = {}
+        self._counts = {}
+        self._matching_by_node = {}
+        self._node_of_uid = []
 
     def _slices_changed(self, pools: set[PoolKey]) -> bool:
         found: dict[PoolKey, set[tuple[str, str]]] = defaultdict(set)

@@ -1,5 +1,5 @@
 """Celery tasks of the ResourceQuota backstop (thin: they call ``mirror.backstop``), and the
-receiver that follows the portal's quota changes."""
+receivers that follow the portal's quota changes and a replaced cluster."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from celery import shared_task
 from django.db import transaction
 
 from mirror import backstop
-from mirror.cluster import Unavailable
+from mirror.cluster import Kind, Unavailable
 
-__all__ = ["check_backstops", "follow_quota_changes", "sync_backstop"]
+__all__ = ["check_backstops", "check_replaced_cluster", "follow_quota_changes", "sync_backstop"]
 
 # Seconds between retries while the API server is unreachable: 2, 4, 8 … up to a minute.
 MAX_BACKOFF = 60
@@ -45,3 +45,11 @@ def follow_quota_changes(sender: Any, tenant_id: int, **kwargs: Any) -> None:
             sync_backstop.delay(tenant_id)
 
     transaction.on_commit(enqueue)
+
+
+def check_replaced_cluster(sender: Any, kind: Kind, **kwargs: Any) -> None:
+    """``mirror.signals.cluster_replaced``: the namespaces (where the ResourceQuotas live) now
+    come from another cluster, which may hold none of the backstop's objects: check every
+    tenant's at once rather than at the next beat, so the page stops saying "in sync"."""
+    if kind == Kind.NAMESPACES:
+        check_backstops.delay_on_commit()

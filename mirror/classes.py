@@ -4,11 +4,17 @@ A device belongs to a class when every selector of the class evaluates to true f
 as the allocator filters candidates. A selector that fails to compile or raises at run time
 makes the device not a member (the class page shows the error). Evaluation is cached by the
 values a selector reads, so identical GPUs cost one evaluation.
+
+The watchers schedule a refresh after every slice change (its slices) and class change (all
+slices), so refreshes run concurrently and in any order; each chunk's rows are written only
+from classes and slices still current when it writes (``_refresh_chunk``), so whichever
+refresh finishes last, the rows follow the newest classes and slices.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from celery import shared_task
@@ -23,10 +29,12 @@ from dra.cel import (
     selector_errors,
 )
 from dra.model import InvalidObject, parse_slice, selector_expressions
+from mirror.store import lock_device_writes
 
 __all__ = ["class_selector_errors", "refresh_class_matches", "refresh_device_classes"]
 
 CHUNK = 200
+ATTEMPTS = 3
 
 
 def _matching_classes(
@@ -57,27 +65,21 @@ def _matching_classes(
 def refresh_class_matches(slice_uids: Iterable[str] | None = None) -> int:
     """Recomputes the memberships of the devices of the given slices (all slices by default).
 
-    Returns the number of membership rows written. Safe to run twice or concurrently with the
-    watchers: each chunk replaces its devices' rows in one transaction.
+    Returns the number of membership rows written. Safe to run twice, or concurrently with
+    the watchers and other refreshes, in any order: see :func:`_refresh_chunk`.
     """
-    classes = [
-        (name, selector_expressions(selectors))
-        for name, selectors in DeviceClass.objects.values_list("name", "selectors")
-    ]
-    slices = ResourceSlice.objects.all()
+    slices = ResourceSlice.objects.order_by("pk")
     if slice_uids is not None:
         slices = slices.filter(uid__in=list(slice_uids))
+    slice_ids = list(slices.values_list("pk", flat=True))
     written = 0
-    chunk: list[tuple[int, dict[str, Any]]] = []
-    for item in slices.values_list("pk", "raw").iterator(chunk_size=CHUNK):
-        chunk.append(item)
-        if len(chunk) >= CHUNK:
-            written += _refresh_chunk(chunk, classes)
-            chunk = []
-    if chunk:
-        written += _refresh_chunk(chunk, classes)
+    for start in range(0, len(slice_ids), CHUNK):
+        written += _refresh_chunk(slice_ids[start : start + CHUNK])
     if slice_uids is None:
-        DeviceClassMatch.objects.exclude(device_class_name__in=[n for n, _ in classes]).delete()
+        # One statement: the class names are those committed when it runs.
+        DeviceClassMatch.objects.exclude(
+            device_class_name__in=DeviceClass.objects.values("name")
+        ).delete()
     return written
 
 
@@ -89,10 +91,83 @@ def refresh_device_classes(slice_uids: list[str] | None = None) -> int:
     return refresh_class_matches(slice_uids)
 
 
-def _refresh_chunk(
-    chunk: list[tuple[int, dict[str, Any]]], classes: list[tuple[str, tuple[str | None, ...]]]
-) -> int:
-    slice_ids = [pk for pk, _ in chunk]
+@dataclass(frozen=True)
+class _Inputs:
+    """What a chunk's memberships are computed from: every class and the chunk's slices, with
+    the resourceVersions they were read at."""
+
+    classes: list[tuple[str, tuple[str | None, ...]]]
+    slices: list[tuple[int, dict[str, Any]]]
+    versions: tuple[tuple[tuple[str, str], ...], tuple[tuple[int, str], ...]]
+
+    @classmethod
+    def read(cls, slice_ids: list[int]) -> _Inputs:
+        classes = list(
+            DeviceClass.objects.order_by("name").values_list(
+                "name", "resource_version", "selectors"
+            )
+        )
+        slices = list(
+            ResourceSlice.objects.filter(pk__in=slice_ids)
+            .order_by("pk")
+            .values_list("pk", "resource_version", "raw")
+        )
+        return cls(
+            [(name, selector_expressions(selectors)) for name, _, selectors in classes],
+            [(pk, raw) for pk, _, raw in slices],
+            (
+                tuple((name, version) for name, version, _ in classes),
+                tuple((pk, version) for pk, version, _ in slices),
+            ),
+        )
+
+    @staticmethod
+    def current_versions(
+        slice_ids: list[int],
+    ) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[int, str], ...]]:
+        return (
+            tuple(DeviceClass.objects.order_by("name").values_list("name", "resource_version")),
+            tuple(
+                ResourceSlice.objects.filter(pk__in=slice_ids)
+                .order_by("pk")
+                .values_list("pk", "resource_version")
+            ),
+        )
+
+    def matches(self) -> dict[tuple[int, str], list[str]]:
+        """(slice id, device name) → names of the classes the device satisfies."""
+        return {
+            (slice_id, device_name): class_names
+            for slice_id, raw in self.slices
+            for device_name, class_names in _matching_classes(raw, self.classes).items()
+        }
+
+
+def _refresh_chunk(slice_ids: list[int]) -> int:
+    """Replaces the memberships of the devices of these slices.
+
+    Devices are matched outside any lock, on what was read; the rows are written only if,
+    under the device-writes lock, neither the classes nor these slices changed since (else it
+    reads and matches again; after ``ATTEMPTS`` changes in a row it matches under the lock).
+    A change committed after the check schedules its own refresh, whose write waits for this
+    one. So the last rows written for a device always come from the newest classes and slice:
+    a refresh that read before a change can no longer finish after the change's refresh and
+    write over it (on the demo's first start the slices' refresh, having read no classes yet,
+    erased the 238 memberships the classes' refresh had just written).
+    """
+    for _ in range(ATTEMPTS - 1):
+        inputs = _Inputs.read(slice_ids)
+        found = inputs.matches()
+        with transaction.atomic():
+            lock_device_writes()
+            if _Inputs.current_versions(slice_ids) == inputs.versions:
+                return _write(slice_ids, found)
+    with transaction.atomic():  # they keep changing: match while holding the lock
+        lock_device_writes()
+        return _write(slice_ids, _Inputs.read(slice_ids).matches())
+
+
+def _write(slice_ids: list[int], found: dict[tuple[int, str], list[str]]) -> int:
     devices = {
         (slice_id, name): pk
         for pk, slice_id, name in Device.objects.filter(
@@ -100,15 +175,13 @@ def _refresh_chunk(
         ).values_list("pk", "resource_slice_id", "name")
     }
     rows = [
-        DeviceClassMatch(device_id=devices[(slice_id, device_name)], device_class_name=class_name)
-        for slice_id, raw in chunk
-        for device_name, class_names in _matching_classes(raw, classes).items()
-        if (slice_id, device_name) in devices
+        DeviceClassMatch(device_id=devices[key], device_class_name=class_name)
+        for key, class_names in found.items()
+        if key in devices
         for class_name in class_names
     ]
-    with transaction.atomic():
-        DeviceClassMatch.objects.filter(device__resource_slice_id__in=slice_ids).delete()
-        DeviceClassMatch.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
+    DeviceClassMatch.objects.filter(device__resource_slice_id__in=slice_ids).delete()
+    DeviceClassMatch.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
     return len(rows)
 
 

@@ -14,8 +14,15 @@ not know fails the write instead of being dropped silently; other warnings are l
 Failures become our exceptions: `NotFound`, `AlreadyExists`, `Conflict` (with
 `FieldManagerConflict`: server-side apply met another manager's field), `Gone` (410: relist),
 `Unavailable` (429, 5xx: back off and retry) with its kinds `Unreachable` (no answer at all:
-refused, reset, timed out) and `ResourceVersionTooLarge` (the server has not reached the
-resourceVersion asked for), `Invalid`, `Forbidden`, all subclasses of `ClusterError`.
+refused, reset, timed out; `TLSFailure`: no trusted answer) and `ResourceVersionTooLarge` (the
+server has not reached the resourceVersion asked for), `Invalid`, `Forbidden` (with
+`Unauthorized`: the credentials were refused), all subclasses of `ClusterError`.
+
+Credentials and CAs rotate, and a control plane may come back with a new CA: when the server
+refuses the credentials (401) or the TLS handshake fails, the client reads its configuration
+again (kubeconfig, in-cluster token and CA files) and, if that changed, sends the request once
+more with it (`Cluster._send`), so a long-lived client (a watcher's) recovers on its next
+request rather than when it is made again.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ import json
 import logging
 import os
 import re
+import ssl
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +44,7 @@ import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
+from kubernetes.config.incluster_config import InClusterConfigLoader
 
 from mirror.kinds import KINDS, Kind, KindInfo
 
@@ -54,6 +64,8 @@ __all__ = [
     "KindInfo",
     "NotFound",
     "ResourceVersionTooLarge",
+    "TLSFailure",
+    "Unauthorized",
     "Unavailable",
     "Unreachable",
     "connect",
@@ -62,7 +74,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 FIELD_MANAGER = "dra-portal"
-_IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")  # noqa: S105
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 _PATCH_CONTENT_TYPES = {
     "merge": "application/merge-patch+json",
     "strategic": "application/strategic-merge-patch+json",
@@ -129,6 +141,12 @@ class Unreachable(Unavailable):
     """No HTTP answer: the connection was refused, reset or timed out (a restarting server)."""
 
 
+class TLSFailure(Unreachable):
+    """The TLS handshake failed: the server's certificate is not signed by the CA the
+    configuration trusts (a control plane replaced with a new CA), or the server refused the
+    client's certificate. Raised after the configuration was read again to no avail."""
+
+
 class ResourceVersionTooLarge(Unavailable):
     """504 whose cause is `ResourceVersionTooLarge`: the server has not reached the
     resourceVersion asked for. Either it lags behind its peers, or the cluster's history
@@ -141,6 +159,11 @@ class Invalid(ClusterError):
 
 class Forbidden(ClusterError):
     """401/403: the portal's credentials or RBAC do not allow this."""
+
+
+class Unauthorized(Forbidden):
+    """401: the server does not accept the credentials (an expired or rotated token, another
+    cluster's). Raised after the configuration was read again to no avail."""
 
 
 def _error_for(code: int, body: bytes | str | None) -> ClusterError:
@@ -178,7 +201,9 @@ def _error_class(code: int, status: dict[str, Any] | None) -> type[ClusterError]
         return Unavailable
     if code in (400, 422):
         return Invalid
-    if code in (401, 403):
+    if code == 401:
+        return Unauthorized
+    if code == 403:
         return Forbidden
     return ClusterError
 
@@ -192,7 +217,8 @@ class ClusterConfig:
 
     Resolution when fields are unset: `server` (plain URL, no credentials: the emulator) →
     `in_cluster` → `kubeconfig` (+ `context`) → `$KUBECONFIG` → the in-cluster service account
-    (when `KUBERNETES_SERVICE_HOST` is set) → `~/.kube/config`.
+    (when `KUBERNETES_SERVICE_HOST` is set) → `~/.kube/config`. The in-cluster service account
+    is the `token` and `ca.crt` of `service_account_dir`.
     """
 
     name: str = "default"
@@ -200,6 +226,7 @@ class ClusterConfig:
     context: str | None = None
     in_cluster: bool = False
     server: str | None = None
+    service_account_dir: str = SERVICE_ACCOUNT_DIR
     connect_timeout: float = 5.0
     read_timeout: float = 30.0
     watch_timeout_margin: float = 15.0  # read timeout of a watch = timeoutSeconds + this
@@ -234,13 +261,13 @@ def _configuration(config: ClusterConfig) -> k8s_client.Configuration:
         if config.server:
             cfg.host = config.server.rstrip("/")
         elif config.in_cluster:
-            k8s_config.load_incluster_config(client_configuration=cfg)
+            _load_service_account(config, cfg)
         else:
             kubeconfig = config.kubeconfig or os.environ.get("KUBECONFIG")
             default = Path.home() / ".kube" / "config"
             if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
-                if _IN_CLUSTER_TOKEN.exists():
-                    k8s_config.load_incluster_config(client_configuration=cfg)
+                if (Path(config.service_account_dir) / "token").exists():
+                    _load_service_account(config, cfg)
                     kubeconfig = None
                 else:
                     kubeconfig = str(default)
@@ -262,6 +289,47 @@ def _configuration(config: ClusterConfig) -> k8s_client.Configuration:
     return cfg
 
 
+def _load_service_account(config: ClusterConfig, cfg: k8s_client.Configuration) -> None:
+    folder = Path(config.service_account_dir)
+    InClusterConfigLoader(
+        token_filename=str(folder / "token"), cert_filename=str(folder / "ca.crt")
+    ).load_and_set(cfg)
+
+
+def _credentials(cfg: k8s_client.Configuration) -> tuple[Any, ...]:
+    """What a configuration authenticates and verifies the server with: the server, the
+    token (or basic auth), and the contents of the CA, client certificate and key files (a
+    kubeconfig's embedded data is written to files named after it; in-cluster files keep their
+    names when rotated)."""
+
+    def contents(path: Any) -> bytes:
+        try:
+            return Path(path).read_bytes() if path else b""
+        except OSError:
+            return b""
+
+    return (
+        cfg.host,
+        cfg.verify_ssl,
+        getattr(cfg, "tls_server_name", None),
+        cfg.proxy,
+        tuple(sorted(cfg.api_key.items())),
+        cfg.username,
+        cfg.password,
+        contents(cfg.ssl_ca_cert),
+        contents(cfg.cert_file),
+        contents(cfg.key_file),
+    )
+
+
+def _is_tls_failure(error: BaseException) -> bool:
+    """A failed TLS handshake, as urllib3 reports it (directly, or as the reason it gave up)."""
+    reason = getattr(error, "reason", None)
+    return any(
+        isinstance(item, urllib3.exceptions.SSLError | ssl.SSLError) for item in (error, reason)
+    )
+
+
 # -- the client ----------------------------------------------------------------------------
 
 
@@ -271,7 +339,10 @@ class Cluster:
     def __init__(self, config: ClusterConfig | None = None) -> None:
         self.config = config or ClusterConfig()
         self.name = self.config.name
-        self._api = k8s_client.ApiClient(_configuration(self.config))
+        configuration = _configuration(self.config)
+        self._api = k8s_client.ApiClient(configuration)
+        self._credentials = _credentials(configuration)
+        self._renewing = threading.Lock()
 
     def close(self) -> None:
         self._api.close()
@@ -294,12 +365,59 @@ class Cluster:
         content_type: str = "application/json",
         read_timeout: float | None = None,
     ) -> urllib3.BaseHTTPResponse:
-        """Send one request; returns the unread response (status already checked)."""
+        """Send one request; returns the unread response (status already checked).
+
+        Refused credentials (401) or a failed TLS handshake make it read the configuration
+        again and, when that changed, send the request once more with it. Neither failure let
+        the request reach the API server's handlers, so no write is ever applied twice.
+        """
+        api = self._api
+        try:
+            return self._send_with(api, method, path, query, body, content_type, read_timeout)
+        except (Unauthorized, TLSFailure):
+            if not self._renew(api):
+                raise
+        return self._send_with(self._api, method, path, query, body, content_type, read_timeout)
+
+    def _renew(self, refused: k8s_client.ApiClient) -> bool:
+        """Reads the configuration again after ``refused`` met refused credentials or a failed
+        handshake; True when a client with other credentials is now in place (made here or, a
+        moment ago, by another thread)."""
+        with self._renewing:
+            if self._api is not refused:
+                return True
+            try:
+                configuration = _configuration(self.config)
+            except ClusterError as error:
+                logger.warning("cluster %s: %s", self.name, error)
+                return False
+            credentials = _credentials(configuration)
+            if credentials == self._credentials:
+                return False
+            logger.warning(
+                "cluster %s: the server refused the credentials or the TLS handshake failed; "
+                "the configuration changed since it was read: using the new one",
+                self.name,
+            )
+            self._api, self._credentials = k8s_client.ApiClient(configuration), credentials
+        refused.close()
+        return True
+
+    def _send_with(
+        self,
+        api: k8s_client.ApiClient,
+        method: str,
+        path: str,
+        query: list[tuple[str, str]] | None,
+        body: Any,
+        content_type: str,
+        read_timeout: float | None,
+    ) -> urllib3.BaseHTTPResponse:
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
         try:
-            method, url, headers, body, _ = self._api.param_serialize(
+            method, url, headers, body, _ = api.param_serialize(
                 method=method,
                 resource_path=path,
                 query_params=query or [],
@@ -307,7 +425,7 @@ class Cluster:
                 body=body,
                 auth_settings=["BearerToken"],
             )
-            rest = self._api.call_api(
+            rest = api.call_api(
                 method,
                 url,
                 header_params=headers,
@@ -318,8 +436,12 @@ class Cluster:
                 ),
             )
         except k8s_client.ApiException as exc:  # raised by the client for TLS failures
+            if exc.status == 0 and str(exc.reason).startswith("SSLError"):
+                raise TLSFailure(f"{method} {path}: {exc.reason}") from exc
             raise ClusterError(f"{method} {path}: {exc.reason}", code=exc.status) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
+            if _is_tls_failure(exc):
+                raise TLSFailure(f"{method} {path}: {exc}") from exc
             raise Unreachable(f"{method} {path}: {exc}") from exc
         response: urllib3.BaseHTTPResponse = rest.response
         if not 200 <= response.status < 300:

@@ -47,6 +47,7 @@ from mirror.cluster import (
 from mirror.following import follow_claims
 from mirror.mapping import map_object, resource_version_of
 from mirror.models import MirrorStatus
+from mirror.signals import cluster_replaced
 from mirror.states import STATE_KINDS, PoolKey, all_pools, refresh_pools
 from mirror.store import (
     Applied,
@@ -322,6 +323,8 @@ class Reflector:
         self.resource_version, self.cluster_uid = list_version, self._identity
         self._listed_at = now
         self._failing = self._relist_due = self._reset_due = False
+        if reset:
+            cluster_replaced.send(sender=Reflector, kind=self.kind, cluster_uid=self._identity)
         logger.info(
             "%s: listed %d objects at %s in %.2fs (%d written, %d deleted%s)",
             self.kind,

@@ -44,6 +44,7 @@ __all__ = [
     "delete_missing",
     "is_newer",
     "load",
+    "lock_device_writes",
     "stored_versions",
     "upsert",
 ]
@@ -223,10 +224,17 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
 
 
 def _serialize_device_writes(kind: Kind) -> None:
-    """Takes, until the transaction ends, the lock every writer of device states and allocation
-    results holds (PostgreSQL): the slice and claim watchers both update those rows, in
-    different orders, and would otherwise deadlock each other under load."""
-    if kind in (Kind.RESOURCE_SLICES, Kind.RESOURCE_CLAIMS) and connection.vendor == "postgresql":
+    if kind in (Kind.RESOURCE_SLICES, Kind.RESOURCE_CLAIMS):
+        lock_device_writes()
+
+
+def lock_device_writes() -> None:
+    """Takes, until the transaction ends, the lock every writer of device rows and what derives
+    from them holds (PostgreSQL; SQLite's transactions take the one write lock anyway): the
+    slice and claim watchers both update device states and allocation results, in different
+    orders, and would otherwise deadlock each other under load; the membership refresh
+    (``mirror.classes``) checks and writes a device's memberships while its slice holds still."""
+    if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_DEVICE_WRITES_LOCK])
 

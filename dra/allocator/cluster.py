@@ -71,7 +71,11 @@ class _Need:
 
 @dataclass(slots=True)
 class Cluster:
-    """A long-lived view of the inventory for repeated allocations (benchmarks, the portal)."""
+    """A long-lived view of the inventory for repeated allocations (benchmarks, the portal).
+
+    It caches what it derives from its fields (the shared case, matches, what each node sees):
+    change classes, nodes and usage through ``replace_classes``, ``replace_nodes`` and
+    ``replace_usage``, never by assigning the fields; a new inventory is a new ``Cluster``."""
 
     features: Features
     classes: dict[str, DeviceClass]
@@ -92,7 +96,7 @@ class Cluster:
     _busy: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        self.nodes = sorted(self.nodes, key=lambda node: node.name)
+        self.replace_nodes(self.nodes)
         self._suspicious_pools = self._pools_that_may_be_invalid()
         for resource_slice, device in self.inventory.devices:
             key = (resource_slice.driver, resource_slice.pool_name, device.name)
@@ -125,6 +129,26 @@ class Cluster:
                     for matches in self._matches.values():
                         if matches.free is not None:
                             matches.free.difference_update(taken)
+
+    def replace_classes(self, classes: dict[str, DeviceClass]) -> None:
+        """Allocate with ``classes`` from now on (device classes created, changed or deleted).
+
+        The shared case is made again over them: it held the old classes, and allocations
+        read a request's class from it. The devices' CEL inputs (inventory only) and the
+        selector matches (kept by the selectors themselves) stay.
+        """
+        self.classes = classes
+        if self._case is not None:
+            inputs = self._case.inputs
+            self._case = None
+            self.case().inputs = inputs
+
+    def replace_nodes(self, nodes: Iterable[Node]) -> None:
+        """Search ``nodes`` from now on (nodes added, relabelled or removed); what each node
+        may see is found again."""
+        self.nodes = sorted(nodes, key=lambda node: node.name)
+        self._visible.clear()
+        self._suspicious_nodes.clear()
 
     def replace_usage(self, pools: Iterable[tuple[str, str]], state: AllocatedState) -> None:
         """Make what is in use in ``pools`` what ``state`` says of them, leaving other pools be.

@@ -6,8 +6,20 @@ import pytest
 
 from dra.allocator import build_cluster
 from dra.allocator.search import AllocationError, NodeAllocation
+from dra.model import parse_device_class, parse_node
 
-from .cases import allocated_claim, case, claim, device, node, request, resource_slice, result, run
+from .cases import (
+    allocated_claim,
+    case,
+    claim,
+    device,
+    device_class,
+    node,
+    request,
+    resource_slice,
+    result,
+    run,
+)
 
 
 def test_it_picks_the_first_node_by_name_that_works():
@@ -64,6 +76,28 @@ def test_when_no_node_works_the_first_error_is_reported():
 
 def test_an_unknown_node_is_an_error():
     assert run(node_name="nope")["status"] == "error"
+
+
+def test_classes_replaced_on_a_long_lived_cluster_are_the_ones_it_allocates_with():
+    slices = [resource_slice("a", node_name="node-a", pool="a", devices=[device("x", model="m")])]
+    cluster, claims = build_cluster(case(nodes=[node("node-a")], slices=slices, classes=[]))
+    assert "not found" in (cluster.allocate(claims).error or "")  # the case is made and kept
+    cluster.replace_classes({"gpu": parse_device_class(device_class(), "gpu")})
+    assert cluster.allocate(claims).node is not None
+    narrowed = device_class("gpu", 'device.attributes["gpu.example.com"].model == "n"')
+    cluster.replace_classes({"gpu": parse_device_class(narrowed, "gpu")})
+    assert cluster.allocate(claims).allocations is None
+    cluster.replace_classes({})
+    assert "not found" in (cluster.allocate(claims).error or "")
+
+
+def test_nodes_replaced_on_a_long_lived_cluster_are_the_ones_it_searches():
+    selector = {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["yes"]}]}
+    shared = resource_slice("s", pool="p", nodeSelector={"nodeSelectorTerms": [selector]})
+    cluster, claims = build_cluster(case(nodes=[node("node-a")], slices=[shared], node_name=None))
+    assert cluster.allocate(claims).allocations is None  # node-a sees no device (and is kept)
+    cluster.replace_nodes([parse_node(node("node-a", gpu="yes"), "node-a")])
+    assert cluster.allocate(claims).node.name == "node-a"
 
 
 def _straightforward(body):

@@ -11,7 +11,8 @@ from apiemulator import Fault
 from mirror import backstop
 from mirror.backstop import MANAGED_BY, QUOTA_NAME, TENANT_LABEL
 from mirror.cluster import Forbidden, Kind, NotFound
-from mirror.models import BackstopStatus
+from mirror.models import BackstopStatus, MirrorStatus
+from mirror.reflector import Reflector
 from portal.models import AuditEvent
 from portal.services.tenants import delete_quota, save_quota, save_tenant
 
@@ -19,6 +20,7 @@ GPUS = "gpu.nvidia.com.deviceclass.resource.k8s.io/devices"
 MIGS = "mig.nvidia.com.deviceclass.resource.k8s.io/devices"
 COUNT = "count/resourceclaims.resource.k8s.io"
 State = BackstopStatus.State
+TEAM_A = ("team-a-dev", "gpu-test1")
 
 
 @pytest.fixture
@@ -250,3 +252,23 @@ def test_the_beat_check_records_drift_and_prunes_orphans(enabled, cluster, team_
     with pytest.raises(NotFound):
         quota_in(cluster, "gpu-test3")
     assert quota_in(cluster, "gpu-test1")["spec"]["hard"] == {GPUS: "80"}
+
+
+def test_a_replaced_cluster_is_checked_at_once(
+    live, enabled, cluster, django_capture_on_commit_callbacks
+):
+    emulator, _, _ = live
+    namespaces = Reflector(Kind.NAMESPACES, cluster, watch_seconds=1)
+    namespaces.relist()
+    assert set(states(enabled).values()) == {State.IN_SYNC}
+    replacement = emulator.replace_cluster()  # a new control plane: no ResourceQuota in it
+    emulator.load(
+        [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in TEAM_A]
+    )
+
+    def until_mirrored() -> bool:
+        return MirrorStatus.objects.get(kind="namespaces").cluster_uid != replacement
+
+    with django_capture_on_commit_callbacks(execute=True):
+        namespaces.run(seconds=10, keepalive=until_mirrored)  # the watcher finds it replaced
+    assert states(enabled) == {"gpu-test1": State.MISSING, "team-a-dev": State.MISSING}
