@@ -24,7 +24,7 @@ def beat_skips(monkeypatch: pytest.MonkeyPatch) -> list[set[str]]:
 def started_schedulers(
     monkeypatch: pytest.MonkeyPatch, db: None, beat_skips: list[set[str]]
 ) -> list[str]:
-    """Runs the command without serving, seeding, watching, a beat or a real emulator;
+    """Runs the command without serving, seeding, watching, a beat, telemetry or a real emulator;
     returns the servers a simulated scheduler was started for."""
     started: list[str] = []
     monkeypatch.setattr(demo, "call_command", lambda *args, **kwargs: None)
@@ -35,6 +35,9 @@ def started_schedulers(
     monkeypatch.setattr(
         demo.Command, "_start_emulator", lambda self, port: f"http://127.0.0.1:{port}"
     )
+    # Their threads would outlive the test and reach for its database.
+    monkeypatch.setattr(demo.Command, "_seed_governance", lambda self, stop: None)
+    monkeypatch.setattr(demo.Command, "_simulate_telemetry", lambda self, stop: None)
     return started
 
 
