@@ -401,7 +401,7 @@ def release_request(
 ) -> ClaimRequest:
     """Delete the request's claim: refused while pods reserve it, unless a portal admin
     forces it. Releasing a request that is already ending changes nothing. A request waiting
-    for approval is withdrawn: it ends as released at once, the cluster untouched."""
+    for approval is withdrawn: it ends as withdrawn at once, the cluster untouched."""
     if not request.is_active or request.state == ClaimRequest.State.RELEASING:
         return request
     actor = user if user.is_authenticated else None
@@ -409,7 +409,7 @@ def release_request(
         if (
             not transition(
                 request,
-                ClaimRequest.State.RELEASED,
+                ClaimRequest.State.WITHDRAWN,
                 expect=[ClaimRequest.State.PENDING_APPROVAL],
                 actor=actor,
                 reason="withdrawn before approval",

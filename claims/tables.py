@@ -94,6 +94,7 @@ REQUEST_STATE_CLASSES = {
     ClaimRequest.State.EXPIRED: "text-bg-secondary",
     ClaimRequest.State.FAILED: "text-bg-danger",
     ClaimRequest.State.DENIED: "text-bg-danger",
+    ClaimRequest.State.WITHDRAWN: "text-bg-secondary",
 }
 
 

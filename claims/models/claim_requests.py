@@ -1,7 +1,7 @@
 """A tenant's self-service request for devices, and its lifecycle.
 
 (pending approval →) submitted → allocating → applied → in use → released / expired / failed
-(or denied). The request's id is
+(or, while pending approval, denied or withdrawn). The request's id is
 written on the ResourceClaim as the label ``dra-portal.io/request-id``, so applying is
 idempotent (a retry finds the claim it made) and the mirror can tell the portal's claims apart.
 """
@@ -57,6 +57,8 @@ class ClaimRequest(models.Model):
         EXPIRED = "expired", "Expired"
         FAILED = "failed", "Failed"
         DENIED = "denied", "Denied"
+        # Withdrawn by its requester (or a tenant admin) while it waited for approval.
+        WITHDRAWN = "withdrawn", "Withdrawn"
 
     class Sharing(models.TextChoices):
         CLAIM = "claim", "One claim, shared by the pods that reference it"
@@ -70,7 +72,7 @@ class ClaimRequest(models.Model):
         State.IN_USE,
         State.RELEASING,
     )
-    ENDED_STATES = (State.RELEASED, State.EXPIRED, State.FAILED, State.DENIED)
+    ENDED_STATES = (State.RELEASED, State.EXPIRED, State.FAILED, State.DENIED, State.WITHDRAWN)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="claim_requests")

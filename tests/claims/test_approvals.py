@@ -302,7 +302,7 @@ def test_a_portal_admin_may_approve_his_own_request(inventory, root, team_a):
 def test_the_requester_withdraws_a_pending_request_without_touching_the_cluster(pending, bob):
     release_request(user=bob, request=pending)
     pending.refresh_from_db()
-    assert pending.state == State.RELEASED
+    assert pending.state == State.WITHDRAWN
     assert pending.reason == "withdrawn before approval"
 
 
