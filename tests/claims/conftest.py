@@ -14,7 +14,15 @@ def policy(tenant, **fields):
     Quota.objects.filter(tenant=tenant, device_class_name="gpu.nvidia.com").update(**fields)
 
 
-def make_pending(user, tenant, name="big-run", namespace="gpu-test1", devices=2, **fields):
+def make_pending(
+    user,
+    tenant,
+    name="big-run",
+    namespace="gpu-test1",
+    devices=2,
+    lease=timedelta(days=2),
+    **fields,
+):
     """A request waiting for approval, made directly (no cluster, no quota check)."""
     return ClaimRequest.objects.create(
         tenant=tenant,
@@ -27,7 +35,7 @@ def make_pending(user, tenant, name="big-run", namespace="gpu-test1", devices=2,
         state=ClaimRequest.State.PENDING_APPROVAL,
         held_devices=devices,
         requested_by=user,
-        lease=timedelta(days=2),
+        lease=lease,
         approval_reasons=[f"{devices} devices of gpu.nvidia.com: more than 1 needs approval."],
         **fields,
     )
