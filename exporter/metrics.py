@@ -41,7 +41,6 @@ FIELDS: dict[str, tuple[str, str]] = {
     "DCGM_FI_DEV_FB_FREE": ("gauge", "Framebuffer memory free (in MiB)."),
     "DCGM_FI_DEV_FB_USED": ("gauge", "Framebuffer memory used (in MiB)."),
     "DCGM_FI_DEV_FB_TOTAL": ("gauge", "Framebuffer memory total (in MiB)."),
-    "DCGM_FI_DEV_FB_RESERVED": ("gauge", "Framebuffer memory reserved (in MiB)."),
     "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": (
         "unknown",
         "Single-bit (corrected) volatile ECC errors; a counter.",

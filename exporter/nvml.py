@@ -115,8 +115,6 @@ class NvmlReader:
         self._event_set: Any = None
         self._xid_registered: dict[int, bool] = {}
         self._last_xid: dict[int, int] = {}
-        # False once the driver says it has no version-2 memory information (then v1 only).
-        self._memory_v2 = True
 
     # -- session ----------------------------------------------------------------------------
 
@@ -385,39 +383,14 @@ class NvmlReader:
     # -- readings ---------------------------------------------------------------------------
 
     def _memory_values(self, handle: Any) -> dict[str, float]:
-        """Framebuffer memory as dcgm-exporter reports it: NVML's version-2 memory information,
-        where ``used`` leaves out what the driver reserves for itself (``reserved``, ~614 MiB
-        on an H200), so an idle GPU reads 0 MiB used, as ``nvidia-smi`` shows it. A driver
-        without version 2 answers version 1, whose ``used`` includes the reserve: then that is
-        exported, without ``DCGM_FI_DEV_FB_RESERVED`` (dcgm-exporter does the same)."""
-        nvml = self.nvml
-        memory = None
-        if self._memory_v2:
-            try:
-                memory = nvml.nvmlDeviceGetMemoryInfo(handle, version=nvml.nvmlMemory_v2)
-            except nvml.NVMLError as error:
-                code = getattr(error, "value", None)
-                if code in (
-                    nvml.NVML_ERROR_FUNCTION_NOT_FOUND,
-                    nvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH,
-                ):
-                    logger.info("NVML memory information v2 unavailable (%s): using v1", error)
-                    self._memory_v2 = False
-                elif code != nvml.NVML_ERROR_NOT_SUPPORTED:
-                    raise
+        memory = self._optional(self.nvml.nvmlDeviceGetMemoryInfo, handle)
         if memory is None:
-            memory = self._optional(nvml.nvmlDeviceGetMemoryInfo, handle)
-            if memory is None:
-                return {}
-        values = {
+            return {}
+        return {
             "DCGM_FI_DEV_FB_TOTAL": memory.total // MIB,
             "DCGM_FI_DEV_FB_FREE": memory.free // MIB,
             "DCGM_FI_DEV_FB_USED": memory.used // MIB,
         }
-        reserved = getattr(memory, "reserved", None)
-        if reserved is not None:
-            values["DCGM_FI_DEV_FB_RESERVED"] = reserved // MIB
-        return values
 
     def _values(self, handle: Any) -> dict[str, float]:
         """A whole GPU's readings in dcgm-exporter's units (MiB, %, °C, W, MHz, mJ)."""
