@@ -19,7 +19,7 @@ from claims.forms import ALTERNATIVE_ROWS, ClaimRequestForm, RenewForm
 from claims.models import ClaimRequest, ResourceClaim
 from claims.preview import Preview, preset_availability, preview, to_yaml
 from claims.quota import check_quota
-from claims.services import release_request, renew_request, submit_request
+from claims.services import default_lease, release_request, renew_request, submit_request
 from claims.specs import PRESETS, SpecErrors
 from claims.tables import ClaimRequestTable, request_state_badge
 from devices.models import Pod
@@ -67,10 +67,37 @@ def claimrequest_list(request: HttpRequest) -> HttpResponse:
     )
 
 
+def _lease_hint(form: ClaimRequestForm, device_class: str) -> str:
+    """What an empty lease means for the namespace's tenant and the class chosen: the lease
+    it gets (``claims.services.default_lease``) and whether a longer one waits for approval."""
+    choices = form.fields["namespace"].choices
+    namespace = form.data.get("namespace") or form.initial.get("namespace") or ""
+    if not namespace and choices:
+        namespace = choices[0][0]  # what the browser shows selected
+    tenant = form.namespace_tenants.get(namespace)
+    if tenant is None or not device_class:
+        return form.fields["lease"].help_text
+    quota = Quota.objects.filter(tenant=tenant, device_class_name=device_class).first()
+    lease = default_lease(quota)
+    if quota is None or lease is None:
+        return "Empty: no lease (held until released)."
+    text = f"Empty: {format_duration(lease)}."
+    if quota.approve_above_lease is not None:
+        text += (
+            f" A lease longer than {format_duration(quota.approve_above_lease)} waits for "
+            f"approval by {tenant.name}'s admins"
+        )
+        if quota.max_lease is not None and quota.max_lease > quota.approve_above_lease:
+            text += f" (at most {format_duration(quota.max_lease)})"
+        return text + "."
+    return text[:-1] + f", the longest {tenant.name}'s quota allows."
+
+
 def _form_context(form: ClaimRequestForm, result: Preview | None) -> dict[str, Any]:
     device_class = form.data.get("device_class") or form.initial.get("device_class") or ""
     availability = preset_availability(device_class)
     return {
+        "lease_hint": _lease_hint(form, device_class),
         "form": form,
         "preview": result,
         "presets": [

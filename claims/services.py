@@ -41,6 +41,7 @@ __all__ = [
     "ADMIN_ACCESS_LABEL",
     "FORCED_RELEASE_REASON",
     "QuotaExceeded",
+    "default_lease",
     "delete_class_policy",
     "enqueue",
     "expire_leases",
@@ -278,23 +279,35 @@ def submit_request(
     return request
 
 
+def default_lease(quota: Quota | None) -> timedelta | None:
+    """The lease a request that asks for none gets: the longest that needs no approval where
+    the quota sends longer leases to approval (``approve_above_lease``, within ``max_lease``),
+    else the quota's longest (``max_lease``); None (held until released) without either."""
+    if quota is None:
+        return None
+    if quota.approve_above_lease is not None:
+        if quota.max_lease is not None:
+            return min(quota.approve_above_lease, quota.max_lease)
+        return quota.approve_above_lease
+    return quota.max_lease
+
+
 def lease_for(tenant: Tenant, claim: ClaimInput) -> timedelta | None:
-    """The lease a request of ``claim`` gets: as asked, or the quota's longest when it asks
+    """The lease a request of ``claim`` gets: as asked, or :func:`default_lease` when it asks
     for none. Raises :class:`SpecErrors` for a lease longer than the quota allows."""
     quota = Quota.objects.filter(tenant=tenant, device_class_name=claim.device_class_name).first()
     lease = claim.lease
-    if quota is not None and quota.max_lease is not None:
-        if lease is None:
-            return quota.max_lease
-        if lease > quota.max_lease:
-            raise SpecErrors(
-                {
-                    "lease": [
-                        f"The longest lease for {claim.device_class_name} is "
-                        f"{format_duration(quota.max_lease)}."
-                    ]
-                }
-            )
+    if lease is None:
+        return default_lease(quota)
+    if quota is not None and quota.max_lease is not None and lease > quota.max_lease:
+        raise SpecErrors(
+            {
+                "lease": [
+                    f"The longest lease for {claim.device_class_name} is "
+                    f"{format_duration(quota.max_lease)}."
+                ]
+            }
+        )
     return lease
 
 

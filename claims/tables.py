@@ -151,6 +151,12 @@ class ClaimRequestTable(tables.Table):
         return record.count_label
 
     def render_expires_at(self, record: ClaimRequest, value: object) -> str:
+        if record.state == ClaimRequest.State.PENDING_APPROVAL:
+            # Its lease starts when it is approved: say what it asked for.
+            return format_html(
+                '<span class="text-body-secondary">{}</span>',
+                f"{format_duration(record.lease)} from approval" if record.lease else "no lease",
+            )
         if record.expires_at is None:
             return "no lease"
         return format_html(

@@ -259,7 +259,8 @@ class ClaimInputSerializer(StrictSerializer):
         required=False,
         allow_null=True,
         default=None,
-        help_text="How long to hold the claim; the quota's longest lease when omitted.",
+        help_text="How long to hold the claim. Omitted: the longest lease that needs no "
+        "approval where the quota sends longer leases to approval, else the quota's longest.",
     )
     mode = serializers.ChoiceField(
         choices=AllocationMode.choices,
