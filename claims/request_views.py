@@ -225,8 +225,16 @@ def _timeline(claim_request: ClaimRequest, mirrored: ResourceClaim | None) -> li
             continue  # the approval or denial below says it, with its comment
         if event.action == AuditEvent.Action.CLAIM_REQUESTED and after.get("approval_reasons"):
             text = "requested; waits for approval: " + " ".join(after["approval_reasons"])
+        elif event.action == AuditEvent.Action.RENEWAL_REQUESTED:
+            text = f"renewal to {after.get('lease', '?')} requested; waits for approval: " + (
+                " ".join(after.get("approval_reasons") or [])
+            )
+        elif event.action == AuditEvent.Action.RENEWAL_EXPIRED:
+            text = f"renewal dropped: {after.get('reason', 'not decided in time')}"
         elif event.action in (AuditEvent.Action.CLAIM_APPROVED, AuditEvent.Action.CLAIM_DENIED):
             verb = "approved" if event.action == AuditEvent.Action.CLAIM_APPROVED else "denied"
+            if after.get("renewal"):
+                verb = f"renewal to {after.get('lease', '?')} {verb}"
             text = verb + (f": “{after['comment']}”" if after.get("comment") else "")
         elif event.action == AuditEvent.Action.CLAIM_STATE:
             text = f"{before.get('state', '?')} → {after.get('state', '?')}"
@@ -303,10 +311,14 @@ def claimrequest_detail(request: HttpRequest, pk: Any) -> HttpResponse:
         tenant=claim_request.tenant, device_class_name=claim_request.device_class_name
     ).first()
     is_pending = claim_request.state == ClaimRequest.State.PENDING_APPROVAL
+    renewal_waits = not is_pending and claim_request.has_pending_renewal
     approval: dict[str, Any] = {}
-    if is_pending:
-        approval = {"deadline": approval_deadline(claim_request)}
-        if may_decide(request.user, claim_request):
+    if claim_request.awaits_approval:
+        approval = {
+            "deadline": approval_deadline(claim_request),
+            "may_decide": may_decide(request.user, claim_request),
+        }
+        if is_pending and approval["may_decide"]:
             approval["check"] = check_quota(
                 claim_request.tenant,
                 claim_request.device_class_name,
@@ -319,12 +331,16 @@ def claimrequest_detail(request: HttpRequest, pk: Any) -> HttpResponse:
         "mirrored": mirrored,
         "allocations": _allocations(claim_request, mirrored),
         "consumers": [{"consumer": c, "pod": pods.get(c.name)} for c in consumers],
-        # A pending request may wait for days: no polling (it would also wipe a comment
-        # being typed into the approval form).
-        "is_live": claim_request.is_active and not is_pending,
+        # What waits for approval may wait for days: no polling (it would also wipe a
+        # comment being typed into the approval form).
+        "is_live": claim_request.is_active and not claim_request.awaits_approval,
         "is_pending": is_pending,
+        "renewal_waits": renewal_waits,
+        "renewal_lease_text": format_duration(claim_request.renewal_lease)
+        if claim_request.renewal_lease
+        else "",
         "approval": approval,
-        "may_decide": "check" in approval,
+        "may_decide": bool(approval.get("may_decide")),
         "may_change": may_change,
         "may_force": request.user.is_staff,
         "release_blocked": release_blocked,
@@ -380,5 +396,14 @@ def claimrequest_renew(request: HttpRequest, pk: Any) -> HttpResponse:
             for problem in problems:
                 messages.error(request, problem)
     else:
-        messages.success(request, f"Lease of {claim_request} renewed.")
+        if claim_request.has_pending_renewal:
+            asked = claim_request.renewal_lease
+            messages.info(
+                request,
+                f"The renewal of {claim_request} to "
+                f"{format_duration(asked) if asked else 'no lease'} waits for approval by your "
+                "tenant's admins; the current lease runs on until they decide.",
+            )
+        else:
+            messages.success(request, f"Lease of {claim_request} renewed.")
     return _hx_redirect(request, claim_request.get_absolute_url())

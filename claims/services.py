@@ -28,8 +28,8 @@ from django.utils import timezone
 
 from claims.index import index
 from claims.models import AllocationMode, ClaimRequest, ClassPolicy, ResourceClaim
-from claims.quota import QuotaCheck, approval_reasons, check_quota
-from claims.signals import request_state_changed
+from claims.quota import QuotaCheck, approval_reasons, check_quota, renewal_reasons
+from claims.signals import approval_requested, request_state_changed
 from claims.specs import PRESETS, ClaimInput, SpecErrors, build_spec, check_input, resolve_preset
 from devices.models import DeviceClass, Namespace
 from dra.model import InvalidObject
@@ -40,7 +40,10 @@ from portal.services.audit import record_event
 __all__ = [
     "ADMIN_ACCESS_LABEL",
     "FORCED_RELEASE_REASON",
+    "NO_RENEWAL",
+    "RENEWAL_FIELDS",
     "QuotaExceeded",
+    "clear_renewal",
     "default_lease",
     "delete_class_policy",
     "enqueue",
@@ -60,6 +63,14 @@ APPLY_TASK = "claims.apply_request"
 # The reason a portal admin's forced release records (notifications call it a reclaim).
 FORCED_RELEASE_REASON = "release forced by a portal admin"
 RELEASE_TASK = "claims.release_request"
+# The fields of a renewal waiting for approval, when none waits.
+NO_RENEWAL: dict[str, Any] = {
+    "renewal_lease": None,
+    "renewal_reasons": [],
+    "renewal_requested_at": None,
+    "renewal_requested_by": None,
+}
+RENEWAL_FIELDS = tuple(NO_RENEWAL)
 # SQLite has no row locks: the embedded mode serialises submissions in the process instead.
 _SUBMIT_LOCK = threading.Lock()
 
@@ -274,7 +285,9 @@ def submit_request(
                 **({"approval_reasons": reasons} if reasons else {}),
             },
         )
-        if not reasons:
+        if reasons:
+            approval_requested.send(sender=ClaimRequest, request=request, renewal=False)
+        else:
             enqueue(APPLY_TASK, request.pk)
     return request
 
@@ -380,6 +393,9 @@ def transition(
         values["reason"] = reason[:2000]
     if to in ClaimRequest.ENDED_STATES:
         values["ended_at"] = now
+    if to == ClaimRequest.State.RELEASING or to in ClaimRequest.ENDED_STATES:
+        # A renewal waiting for approval goes with the claim it would have renewed.
+        values |= NO_RENEWAL
     if to == ClaimRequest.State.APPLIED and "applied_at" not in fields:
         values["applied_at"] = request.applied_at or now
     with transaction.atomic():
@@ -457,15 +473,18 @@ def renew_request(
     *, user: AbstractBaseUser | AnonymousUser, request: ClaimRequest, lease: timedelta | None
 ) -> ClaimRequest:
     """Start the lease again from now, for ``lease`` (default: the request's lease), within
-    the quota's maximum."""
+    the quota's maximum.
+
+    A renewal the approval policy sends to approval (``claims.quota.renewal_reasons``: the
+    tenant approves everything, or the lease is over the quota's threshold) is recorded on the
+    request as waiting instead (``renewal_*``, audited): the current lease runs on unchanged
+    until a tenant admin or portal admin decides (``claims.approvals``); if it ends first, the
+    claim is released as usual. A later renewal replaces one that waits."""
     if request.state == ClaimRequest.State.PENDING_APPROVAL:
         raise SpecErrors(
             {"state": ["This request waits for approval; its lease starts when it is approved."]}
         )
-    if not request.is_active or request.state == ClaimRequest.State.RELEASING:
-        raise SpecErrors(
-            {"state": [f"A {request.get_state_display().lower()} claim cannot be renewed."]}
-        )
+    _refuse_renewal_of_ended(request)
     lease = lease or request.lease
     quota = Quota.objects.filter(
         tenant=request.tenant, device_class_name=request.device_class_name
@@ -482,20 +501,61 @@ def renew_request(
             )
     if lease is None:
         raise SpecErrors({"lease": ["This claim has no lease to renew."]})
-    before = request.expires_at
-    with transaction.atomic():
+    actor = user if user.is_authenticated else None
+    with tenant_lock(request.tenant_id) as tenant:
+        request.refresh_from_db()
+        _refuse_renewal_of_ended(request)
+        # Admin access (portal admins only) is outside the approval policy, as when submitted.
+        reasons = [] if request.admin_access else renewal_reasons(tenant, quota, lease)
+        now = timezone.now()
+        before = request.expires_at
+        if reasons:
+            request.renewal_lease = lease
+            request.renewal_reasons = reasons
+            request.renewal_requested_at = now
+            request.renewal_requested_by = actor
+            request.save(update_fields=[*RENEWAL_FIELDS, "updated_at"])
+            record_event(
+                actor=actor,
+                action=AuditEvent.Action.RENEWAL_REQUESTED,
+                obj=request,
+                tenant=tenant,
+                before={"expires_at": before.isoformat() if before else None},
+                after={"lease": format_duration(lease), "approval_reasons": reasons},
+            )
+            approval_requested.send(sender=ClaimRequest, request=request, renewal=True)
+            return request
         request.lease = lease
-        request.expires_at = timezone.now() + lease
-        request.save(update_fields=["lease", "expires_at", "updated_at"])
+        request.expires_at = now + lease
+        waited = request.has_pending_renewal
+        clear_renewal(request)
+        request.save(update_fields=["lease", "expires_at", *RENEWAL_FIELDS, "updated_at"])
         record_event(
-            actor=user if user.is_authenticated else None,
+            actor=actor,
             action=AuditEvent.Action.CLAIM_RENEWED,
             obj=request,
-            tenant=request.tenant,
+            tenant=tenant,
             before={"expires_at": before.isoformat() if before else None},
-            after={"expires_at": request.expires_at.isoformat()},
+            after={
+                "expires_at": request.expires_at.isoformat(),
+                **({"replaces_waiting_renewal": True} if waited else {}),
+            },
         )
     return request
+
+
+def clear_renewal(request: ClaimRequest) -> None:
+    """Forget the renewal waiting on ``request`` (in place; the caller saves
+    ``RENEWAL_FIELDS``)."""
+    for key, value in NO_RENEWAL.items():
+        setattr(request, key, list(value) if isinstance(value, list) else value)
+
+
+def _refuse_renewal_of_ended(request: ClaimRequest) -> None:
+    if not request.is_active or request.state == ClaimRequest.State.RELEASING:
+        raise SpecErrors(
+            {"state": [f"A {request.get_state_display().lower()} claim cannot be renewed."]}
+        )
 
 
 def expire_leases(now: Any = None) -> int:

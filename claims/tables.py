@@ -159,11 +159,18 @@ class ClaimRequestTable(tables.Table):
             )
         if record.expires_at is None:
             return "no lease"
-        return format_html(
+        ends = format_html(
             '<span title="lease {}">{}</span>',
             format_duration(record.lease) if record.lease else "",
             localtime(record.expires_at).strftime("%Y-%m-%d %H:%M"),
         )
+        if record.has_pending_renewal and record.renewal_lease:
+            return format_html(
+                '{} <span class="badge text-bg-warning">renewal to {} waits</span>',
+                ends,
+                format_duration(record.renewal_lease),
+            )
+        return ends
 
 
 def _when(moment: object) -> str:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+from django.utils import timezone
+
 from claims.models import ClaimRequest
 from portal.models import Quota
 
@@ -38,4 +41,25 @@ def make_pending(
         lease=lease,
         approval_reasons=[f"{devices} devices of gpu.nvidia.com: more than 1 needs approval."],
         **fields,
+    )
+
+
+@pytest.fixture
+def held(bob, team_a):
+    """bob's 2-hour claim, applied at once (made directly: no cluster); team-a sends leases
+    over 3 days to approval, its longest is 7 days."""
+    policy(team_a, max_lease=timedelta(days=7), approve_above_lease=timedelta(days=3))
+    return ClaimRequest.objects.create(
+        tenant=team_a,
+        namespace="gpu-test1",
+        name="short-run",
+        device_class_name="gpu.nvidia.com",
+        mode="reservation",
+        form={"count": 1},
+        spec={"devices": {"requests": []}},
+        state=ClaimRequest.State.APPLIED,
+        held_devices=1,
+        requested_by=bob,
+        lease=timedelta(hours=2),
+        expires_at=timezone.now() + timedelta(hours=2),
     )
