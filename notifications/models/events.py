@@ -15,6 +15,7 @@ class Event(models.TextChoices):
     CLAIM_RECLAIMED = "claim_reclaimed", "Claim reclaimed"
     QUOTA_HIGH = "quota_high", "Quota almost used up"
     CLAIM_IDLE = "claim_idle", "Claim idle"
+    APPROVAL_WAITING = "approval_waiting", "Waiting for your approval"
 
     @property
     def description(self) -> str:
@@ -31,4 +32,7 @@ _DESCRIPTIONS = {
     Event.QUOTA_HIGH: "A tenant you administer uses 90 % or more of a quota limit.",
     Event.CLAIM_IDLE: "A claim of yours holds devices that nothing uses (no pod, or almost no "
     "GPU utilisation); it may be reclaimed.",
+    Event.APPROVAL_WAITING: "A claim request, or the renewal of a claim's lease, in a tenant you "
+    "administer waits for a decision (portal admins are told when the tenant has no other "
+    "admin to decide).",
 }

@@ -44,13 +44,12 @@ def make_pending(
     )
 
 
-@pytest.fixture
-def held(bob, team_a):
-    """bob's 2-hour claim, applied at once (made directly: no cluster); team-a sends leases
-    over 3 days to approval, its longest is 7 days."""
-    policy(team_a, max_lease=timedelta(days=7), approve_above_lease=timedelta(days=3))
+def make_held(user, tenant):
+    """``user``'s 2-hour claim, applied at once (made directly: no cluster); ``tenant`` sends
+    leases over 3 days to approval, its longest is 7 days."""
+    policy(tenant, max_lease=timedelta(days=7), approve_above_lease=timedelta(days=3))
     return ClaimRequest.objects.create(
-        tenant=team_a,
+        tenant=tenant,
         namespace="gpu-test1",
         name="short-run",
         device_class_name="gpu.nvidia.com",
@@ -59,7 +58,13 @@ def held(bob, team_a):
         spec={"devices": {"requests": []}},
         state=ClaimRequest.State.APPLIED,
         held_devices=1,
-        requested_by=bob,
+        requested_by=user,
         lease=timedelta(hours=2),
         expires_at=timezone.now() + timedelta(hours=2),
     )
+
+
+@pytest.fixture
+def held(bob, team_a):
+    """bob's 2-hour claim in team-a (``make_held``)."""
+    return make_held(bob, team_a)
