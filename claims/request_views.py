@@ -7,7 +7,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -38,6 +38,7 @@ __all__ = [
 
 FORM_TEMPLATE = "claims/claimrequest_form.html"
 DETAIL_TEMPLATE = "claims/claimrequest_detail.html"
+RELEASE_TEMPLATE = "claims/claimrequest_release.html"
 
 
 def _hx_redirect(request: HttpRequest, url: str) -> HttpResponse:
@@ -359,10 +360,43 @@ def claimrequest_detail(request: HttpRequest, pk: Any) -> HttpResponse:
     return render_page(request, DETAIL_TEMPLATE, "request-status", context)
 
 
+def _release_context(request: HttpRequest, claim_request: ClaimRequest) -> dict[str, Any]:
+    """What releasing (or withdrawing) ``claim_request`` would free, for the confirmation."""
+    mirrored = ResourceClaim.objects.filter(
+        tenant=claim_request.tenant, namespace=claim_request.namespace, name=claim_request.name
+    ).first()
+    consumers = list(mirrored.consumers.values_list("name", flat=True)) if mirrored else []
+    force = (request.POST or request.GET).get("force") == "1" and request.user.is_staff
+    allocations = _allocations(claim_request, mirrored)
+    return {
+        "claim_request": claim_request,
+        "state_badge": request_state_badge(claim_request),
+        "is_pending": claim_request.state == ClaimRequest.State.PENDING_APPROVAL,
+        "can_release": claim_request.is_active
+        and claim_request.state != ClaimRequest.State.RELEASING,
+        "allocations": allocations,
+        "nodes": sorted({device["pool"] for device in allocations}),
+        "consumers": consumers,
+        "force": force,
+        "blocked": bool(consumers) and not force,
+        "may_force": request.user.is_staff,
+    }
+
+
 @login_required
-@require_POST
 def claimrequest_release(request: HttpRequest, pk: Any) -> HttpResponse:
+    """GET (or a POST without ``confirm=yes``): what releasing the claim would free — or, for a
+    request waiting for approval, that withdrawing it drops the request — and a form to confirm
+    it (htmx: the panel on the request's page; otherwise a page). Nothing is released on one
+    click. POST with ``confirm=yes``: release (``force=1``: portal admins, even while pods use
+    it) or withdraw."""
+    if request.method not in ("GET", "POST"):
+        return HttpResponseNotAllowed(["GET", "POST"])
     claim_request = get_request_for_user(request.user, pk, write=True)
+    if request.method == "GET" or request.POST.get("confirm") != "yes":
+        return render_page(
+            request, RELEASE_TEMPLATE, "release-confirm", _release_context(request, claim_request)
+        )
     force = request.POST.get("force") == "1" and request.user.is_staff
     was_pending = claim_request.state == ClaimRequest.State.PENDING_APPROVAL
     try:

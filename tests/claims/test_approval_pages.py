@@ -253,7 +253,7 @@ def test_the_request_page_shows_the_decision_and_the_timeline_has_it(client_as, 
 def test_the_owner_withdraws_a_pending_request_and_it_reads_withdrawn(client_as, bob, team_a):
     pending = make_pending(bob, team_a)
     response = client_as(bob).post(
-        reverse("claimrequest-release", kwargs={"pk": pending.pk}), follow=True
+        reverse("claimrequest-release", kwargs={"pk": pending.pk}), {"confirm": "yes"}, follow=True
     )
     content = response.content.decode()
     assert "Withdrew gpu-test1/big-run." in content
