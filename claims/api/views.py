@@ -478,8 +478,11 @@ class ClaimRequestViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     @extend_schema(
         summary="Release the claim",
+        description="Deletes the claim (`force`: portal admins, even while pods use it); a "
+        "request waiting for approval is withdrawn. Idempotent: a request that is releasing or "
+        "has ended is answered as it is (200). Refused (409 `conflict`) while pods use the claim.",
         request=ReleaseInputSerializer,
-        responses={200: ClaimRequestSerializer, 409: STATE_CONFLICT},
+        responses={200: ClaimRequestSerializer, 400: BAD_INPUT, 409: STATE_CONFLICT},
     )
     @action(detail=True, methods=["post"])
     def release(self, request: Request, pk: str) -> Response:
