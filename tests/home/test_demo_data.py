@@ -9,7 +9,9 @@ from django.contrib.auth import get_user_model
 from claims.approvals import approve_request
 from claims.models import ClaimRequest
 from claims.quota import format_gib
-from home.demo_data import seed_governance
+from claims.services import submit_request
+from claims.specs import ClaimInput
+from home.demo_data import H100_SELECTOR, seed_governance
 from portal.models import Tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -38,3 +40,24 @@ def test_approved_it_holds_three_h100s_and_no_a100(live, demo_seeded):
     assert len(results) == 3
     assert {result["pool"].split("-")[1] for result in results} == {"h100"}, results
     assert request.node_name.startswith("dgx-h100-")
+
+
+def test_after_bob_tries_a_claim_as_the_readme_says_alice_can_still_approve_it(live, demo_seeded):
+    request = seed_governance()
+    assert request is not None
+    bob = get_user_model().objects.get(username="bob")
+    tried = submit_request(
+        user=bob,
+        claim=ClaimInput(
+            namespace="gpu-test1",
+            name="my-h100",
+            device_class_name="gpu.nvidia.com",
+            count=1,
+            selectors=(H100_SELECTOR,),
+        ),
+    )
+    tried.refresh_from_db()
+    assert tried.state == State.APPLIED, tried.reason
+    approve_request(user=get_user_model().objects.get(username="alice"), request=request)
+    request.refresh_from_db()
+    assert request.state == State.APPLIED, request.reason
