@@ -479,13 +479,16 @@ class RenewalSerializer(serializers.Serializer):
     approval_reasons = serializers.ListField(
         source="renewal_reasons", child=serializers.CharField(), read_only=True
     )
-    requested_by = serializers.SlugRelatedField(
-        source="renewal_requested_by", slug_field="username", read_only=True, allow_null=True
-    )
+    requested_by = serializers.SerializerMethodField(help_text="Who asked for the renewal.")
     requested_at = serializers.DateTimeField(source="renewal_requested_at", read_only=True)
 
     def get_state(self, request: ClaimRequest) -> str:
         return str(ClaimRequest.State.PENDING_APPROVAL)
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_requested_by(self, request: ClaimRequest) -> str | None:
+        asker = request.renewal_requested_by
+        return asker.get_username() if asker is not None else None
 
 
 class ClaimRequestSerializer(serializers.ModelSerializer):

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.exceptions import PermissionDenied
+from django.urls import reverse
 from django.utils import timezone
 
 from claims.approvals import approve_request, deny_request, expire_approvals
@@ -114,3 +115,18 @@ def test_renewals_nobody_decides_in_time_are_dropped_and_the_lease_stays(held, b
     assert not held.has_pending_renewal
     event = AuditEvent.objects.get(action=AuditEvent.Action.RENEWAL_EXPIRED)
     assert event.after == {"reason": "not approved within 3d"}
+
+
+def test_the_admin_shows_a_waiting_renewal_and_its_action_approves_it(client_as, held, bob, root):
+    renew_request(user=bob, request=held, lease=DAYS_7)
+    client = client_as(root)
+    page = client.get(reverse("admin:claims_claimrequest_change", args=[held.pk])).content
+    assert "A renewal to 7d waits for approval" in page.decode()
+    response = client.post(
+        reverse("admin:claims_claimrequest_changelist"),
+        {"action": "approve", "_selected_action": [str(held.pk)]},
+        follow=True,
+    )
+    assert "Approved 1 request(s)." in response.content.decode()
+    held.refresh_from_db()
+    assert (held.lease, held.has_pending_renewal) == (DAYS_7, False)
