@@ -21,6 +21,7 @@ from claims.models import ClaimRequest, ClassPolicy
 from claims.services import delete_class_policy, release_request, save_class_policy
 from claims.specs import SpecErrors
 from portal.admin import ServiceAdmin
+from portal.durations import format_duration
 
 
 @admin.register(ClassPolicy)
@@ -71,6 +72,14 @@ class ClaimRequestAdmin(admin.ModelAdmin):
     def approval(self, obj: ClaimRequest) -> str:
         """Why it waits (or waited) and the decision, with a link to decide it."""
         reasons = format_html_join("", "<li>{}</li>", ((r,) for r in obj.approval_reasons))
+        if obj.state != ClaimRequest.State.PENDING_APPROVAL and obj.has_pending_renewal:
+            return format_html(
+                "A renewal to {} waits for approval:<ul>{}</ul>"
+                '<a href="{}">Approve or deny it on its page</a>',
+                format_duration(obj.renewal_lease) if obj.renewal_lease else "no lease",
+                format_html_join("", "<li>{}</li>", ((r,) for r in obj.renewal_reasons)),
+                obj.get_absolute_url(),
+            )
         if obj.state == ClaimRequest.State.PENDING_APPROVAL:
             return format_html(
                 '<ul>{}</ul><a href="{}">Approve or deny it on its page</a>',
@@ -119,10 +128,10 @@ class ClaimRequestAdmin(admin.ModelAdmin):
         for message in refused:
             messages.error(request, message)
 
-    @admin.action(description="Approve selected requests waiting for approval")
+    @admin.action(description="Approve selected requests (or renewals) waiting for approval")
     def approve(self, request: HttpRequest, queryset: models.QuerySet[ClaimRequest]) -> None:
         approved, refused = 0, []
-        pending = queryset.filter(state=ClaimRequest.State.PENDING_APPROVAL)
+        pending = queryset.awaiting_approval()  # type: ignore[attr-defined]
         for claim_request in pending.select_related("tenant").order_by("created_at"):
             try:
                 approve_request(

@@ -3,18 +3,25 @@ parse → gate (``get_request_for_user``, ``claims.approvals.may_decide``) → s
 (``claims.approvals``) → respond.
 
 Tenant admins see their tenants' requests, portal admins every tenant's; members are told
-(403) that approving is their tenant admins' job. Another tenant's request is a 404.
+(403) that approving is their tenant admins' job. Another tenant's request is a 404. The queue
+holds requests pending approval and renewals of running requests' leases that wait.
+
+A decision made with htmx answers the decided row, the other rows of its tenant judged again
+against the usage now (an approval takes quota), the *Waiting* count (out of band) and the
+``approvals-changed`` event, on which the navigation's badge reloads.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.core.paginator import Page, Paginator
+from django.db.models.functions import Coalesce
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -63,17 +70,13 @@ def _standing(
     """Per tenant among the pending ``requests``: its usage and quotas by class, each read once
     whatever the number of requests (one usage count per tenant, one quota query in all)."""
     tenant_ids = {r.tenant_id for r in requests if r.state == ClaimRequest.State.PENDING_APPROVAL}
+    # Read afresh (not the preview's few-seconds-old usage): right after a decision the rows
+    # must be judged against what the tenant holds now.
     quotas: dict[int, dict[str, Quota]] = {pk: {} for pk in tenant_ids}
     for quota in Quota.objects.filter(tenant_id__in=tenant_ids):
         quotas[quota.tenant_id][quota.device_class_name] = quota
     tenants = {r.tenant_id: r.tenant for r in requests}
-    return {
-        pk: (
-            tenant_usage(tenants[pk], max_age=settings.CLAIMS_PREVIEW_USAGE_SECONDS),
-            quotas[pk],
-        )
-        for pk in tenant_ids
-    }
+    return {pk: (tenant_usage(tenants[pk]), quotas[pk]) for pk in tenant_ids}
 
 
 def approval_row(
@@ -85,14 +88,28 @@ def approval_row(
     """What the queue shows of one request: for a pending one, its tenant's usage and limit of
     the class and whether approving it would fit now (advice: approving checks again).
     ``standing``: :func:`_standing` of the page's requests (read here when not given)."""
+    renewal = claim_request.state != ClaimRequest.State.PENDING_APPROVAL and (
+        claim_request.has_pending_renewal
+    )
     row: dict[str, Any] = {
         "request": claim_request,
         "state_badge": request_state_badge(claim_request),
         "may_decide": may_decide(user, claim_request, administered=administered),
-        "is_own": claim_request.requested_by_id == user.pk,
+        "is_own": claim_request.asked_by_id == user.pk,
         "lease_text": format_duration(claim_request.lease) if claim_request.lease else "",
+        "waits": claim_request.awaits_approval,
+        "renewal": renewal,
     }
-    if claim_request.state == ClaimRequest.State.PENDING_APPROVAL:
+    if renewal:
+        renewal_lease = claim_request.renewal_lease
+        row |= {
+            "renewal_lease_text": format_duration(renewal_lease) if renewal_lease else "",
+            "asked_by": claim_request.renewal_requested_by,
+            "asked_at": claim_request.renewal_requested_at,
+            "reasons": claim_request.renewal_reasons,
+            "deadline": approval_deadline(claim_request),
+        }
+    elif claim_request.state == ClaimRequest.State.PENDING_APPROVAL:
         if standing is None:
             standing = _standing([claim_request])
         usage, quotas = standing[claim_request.tenant_id]
@@ -105,8 +122,30 @@ def approval_row(
             devices=claim_request.held_devices,
             memory_bytes=claim_request.held_memory_bytes,
         )
-        row |= {"check": check, "deadline": approval_deadline(claim_request)}
+        row |= {
+            "check": check,
+            "deadline": approval_deadline(claim_request),
+            "asked_by": claim_request.requested_by,
+            "asked_at": claim_request.created_at,
+            "reasons": claim_request.approval_reasons,
+        }
     return row
+
+
+def _queue(user: Any, *, tab: str, tenant: str, page_number: Any) -> tuple[Page[ClaimRequest], int]:
+    """One page of the queue's tab (``pending``: what waits for a decision, oldest first;
+    ``decided``: recent decisions) and how many wait in all."""
+    requests = pending_for(user).select_related(
+        "tenant", "requested_by", "decided_by", "renewal_requested_by"
+    )
+    if tenant:
+        requests = requests.filter(tenant__slug=tenant)
+    waiting = requests.awaiting_approval().order_by(
+        Coalesce("renewal_requested_at", "created_at"), "pk"
+    )
+    decided = requests.filter(decided_at__isnull=False).order_by("-decided_at")
+    page = Paginator(waiting if tab == "pending" else decided, PER_PAGE).get_page(page_number)
+    return page, waiting.count() if tab == "decided" else page.paginator.count
 
 
 @login_required
@@ -120,14 +159,7 @@ def approval_list(request: HttpRequest) -> HttpResponse:
     tenants = list(Tenant.objects.administered_by(user).order_by("name"))
     administered = {choice.pk for choice in tenants}
     tenant = request.GET.get("tenant", "")
-    requests = pending_for(user).select_related("tenant", "requested_by", "decided_by")
-    if tenant:
-        requests = requests.filter(tenant__slug=tenant)
-    pending = requests.filter(state=ClaimRequest.State.PENDING_APPROVAL).order_by("created_at")
-    decided = requests.filter(decided_at__isnull=False).order_by("-decided_at")
-    page = Paginator(pending if tab == "pending" else decided, PER_PAGE).get_page(
-        request.GET.get("page")
-    )
+    page, waiting_count = _queue(user, tab=tab, tenant=tenant, page_number=request.GET.get("page"))
     requests_on_page = list(page)
     standing = _standing(requests_on_page)
     context = {
@@ -139,7 +171,7 @@ def approval_list(request: HttpRequest) -> HttpResponse:
             approval_row(user, claim_request, administered, standing)
             for claim_request in requests_on_page
         ],
-        "pending_count": pending.count() if tab == "decided" else page.paginator.count,
+        "pending_count": waiting_count,
         "timeout_text": format_duration(settings.CLAIMS_APPROVAL_TIMEOUT),
     }
     return render_page(request, TEMPLATE, "approval-table", context)
@@ -151,7 +183,7 @@ def approval_count(request: HttpRequest) -> HttpResponse:
     user's decision; empty for everyone else."""
     count = 0
     if is_approver(request.user):
-        count = pending_for(request.user).filter(state=ClaimRequest.State.PENDING_APPROVAL).count()
+        count = pending_for(request.user).awaiting_approval().count()
     return render(request, "claims/approval_list.html#approval-badge", {"count": count})
 
 
@@ -164,12 +196,71 @@ def _next_url(request: HttpRequest) -> str:
     return reverse("approval-list")
 
 
+def _queue_filters(target: str) -> dict[str, str]:
+    """The queue's ``tenant`` and ``page`` in ``target`` (the page a decision came from)."""
+    url = urlsplit(target)
+    if url.path != reverse("approval-list"):
+        return {}
+    query = QueryDict(url.query)
+    return {"tenant": query.get("tenant", ""), "page": query.get("page", "")}
+
+
+def _done_text(claim_request: ClaimRequest, *, approve: bool, renewal: bool) -> str:
+    if renewal:
+        lease = claim_request.lease
+        return (
+            f"Approved the renewal of {claim_request}: its lease is "
+            f"{format_duration(lease) if lease else 'none'} from now."
+            if approve
+            else f"Denied the renewal of {claim_request}: its lease is unchanged."
+        )
+    return (
+        f"Approved {claim_request}: it is being applied." if approve else f"Denied {claim_request}."
+    )
+
+
+def _decided_fragment(
+    request: HttpRequest, claim_request: ClaimRequest, problems: list[str], done: str
+) -> HttpResponse:
+    """The decided row (its outcome, or why not), then out of band: its tenant's other rows on
+    the queue's page judged against the usage now, and the *Waiting* count; and the
+    ``approvals-changed`` event for the navigation's badge."""
+    user = request.user
+    claim_request.refresh_from_db()
+    row = approval_row(user, claim_request)
+    row |= {"problems": problems, "done": "" if problems else done}
+    filters = _queue_filters(request.POST.get("next", ""))
+    page, waiting_count = _queue(
+        user, tab="pending", tenant=filters.get("tenant", ""), page_number=filters.get("page")
+    )
+    others = [
+        other
+        for other in page
+        if other.pk != claim_request.pk and other.tenant_id == claim_request.tenant_id
+    ]
+    administered = set(Tenant.objects.administered_by(user).values_list("pk", flat=True))
+    standing = _standing(others)
+    context = {
+        "row": row,
+        "tab": "pending",
+        "others": [approval_row(user, other, administered, standing) for other in others],
+        "pending_count": waiting_count,
+    }
+    response = render(request, f"{TEMPLATE}#approval-decided", context)
+    response["HX-Trigger"] = "approvals-changed"
+    return response
+
+
 def _decide(request: HttpRequest, pk: Any, *, approve: bool) -> HttpResponse:
     claim_request = get_request_for_user(request.user, pk)  # another tenant's: 404
     if not may_decide(request.user, claim_request):
-        own = claim_request.requested_by_id == request.user.pk and is_approver(request.user)
+        own = claim_request.asked_by_id == request.user.pk and is_approver(request.user)
         return _forbidden(request, OWN_REQUEST if own else NOT_AN_APPROVER)
     comment = request.POST.get("comment", "")
+    renewal = (
+        claim_request.state != ClaimRequest.State.PENDING_APPROVAL
+        and claim_request.has_pending_renewal
+    )
     problems: list[str] = []
     try:
         if approve:
@@ -178,15 +269,9 @@ def _decide(request: HttpRequest, pk: Any, *, approve: bool) -> HttpResponse:
             deny_request(user=request.user, request=claim_request, comment=comment)
     except SpecErrors as error:
         problems = [problem for values in error.errors.values() for problem in values]
-    done = (
-        f"Approved {claim_request}: it is being applied." if approve else f"Denied {claim_request}."
-    )
+    done = _done_text(claim_request, approve=approve, renewal=renewal)
     if wants_fragment(request):
-        # The queue swaps the row in place, showing the outcome (or why not) on it.
-        claim_request.refresh_from_db()
-        row = approval_row(request.user, claim_request)
-        row |= {"problems": problems, "done": "" if problems else done}
-        return render(request, f"{TEMPLATE}#approval-row", {"row": row, "tab": "pending"})
+        return _decided_fragment(request, claim_request, problems, done)
     for problem in problems:
         messages.error(request, problem)
     if not problems:

@@ -9,6 +9,9 @@
 * :func:`approve_request`, :func:`deny_request`, :func:`expire_approvals`: the decisions. A
   pending request holds no quota, so approving checks the quota again, atomically under the
   tenant's row lock like a submission; approval never exceeds the quota.
+* The same decisions apply to a renewal waiting for approval (``ClaimRequest.renewal_*``,
+  recorded by ``claims.services.renew_request``): approving starts the renewed lease from now,
+  denying leaves the current lease as it is; the request's state does not change.
 
 Withdrawing a pending request is :func:`claims.services.release_request` (it ends at once:
 nothing was made in the cluster).
@@ -28,7 +31,16 @@ from django.utils import timezone
 
 from claims.models import ClaimRequest, ClaimRequestQuerySet
 from claims.quota import check_quota
-from claims.services import APPLY_TASK, QuotaExceeded, enqueue, tenant_lock, transition
+from claims.services import (
+    APPLY_TASK,
+    NO_RENEWAL,
+    QuotaExceeded,
+    clear_renewal,
+    enqueue,
+    tenant_lock,
+    transition,
+)
+from claims.signals import renewal_decided
 from claims.specs import SpecErrors
 from portal.durations import format_duration
 from portal.models import AuditEvent, Quota, Tenant
@@ -46,6 +58,8 @@ __all__ = [
 
 State = ClaimRequest.State
 COMMENT_MAX = 2000
+# A renewal is decided only while the claim still runs.
+NOT_RUNNING = (State.PENDING_APPROVAL, State.RELEASING)
 
 
 # --- who decides -------------------------------------------------------------------------------
@@ -71,7 +85,7 @@ def may_decide(
         return False
     if user.is_staff:
         return True
-    if request.requested_by_id == user.pk:
+    if request.asked_by_id == user.pk:
         return False
     if administered is not None:
         return request.tenant_id in administered
@@ -92,7 +106,7 @@ def pending_for(user: AbstractBaseUser | AnonymousUser) -> ClaimRequestQuerySet:
 def _refuse_decider(user: AbstractBaseUser | AnonymousUser, request: ClaimRequest) -> None:
     if may_decide(user, request):
         return
-    if user.is_authenticated and request.requested_by_id == user.pk and not user.is_staff:
+    if user.is_authenticated and request.asked_by_id == user.pk and not user.is_staff:
         raise PermissionDenied(
             "You may not decide on your own request: another tenant admin or a portal admin "
             "approves it."
@@ -107,6 +121,11 @@ def _already(request: ClaimRequest, verb: str) -> SpecErrors:
         text = f"This request was denied by {who}; it cannot be {verb}."
     elif request.decided_at is not None:
         text = f"This request was approved already; it cannot be {verb}."
+    elif request.is_active:
+        text = (
+            f"Nothing of this request waits for approval (it is "
+            f"{request.get_state_display().lower()}); it cannot be {verb}."
+        )
     else:
         text = f"This request is {request.get_state_display().lower()}; it cannot be {verb}."
     return SpecErrors({"state": [text]})
@@ -126,28 +145,20 @@ def approve_request(
     (raising :class:`claims.services.QuotaExceeded` and leaving it pending if not), move it to
     ``SUBMITTED``, start its lease from now and enqueue applying it once committed; audited.
     Approving a request already approved returns it unchanged; a denied or ended one is a
-    :class:`SpecErrors` on ``state``. Raises ``PermissionDenied`` unless :func:`may_decide`."""
+    :class:`SpecErrors` on ``state``. A running request whose renewal waits for approval gets
+    the renewed lease from now instead. Raises ``PermissionDenied`` unless :func:`may_decide`."""
     _refuse_decider(user, request)
     actor = user if user.is_authenticated else None
     comment = _clean_comment(comment)
     with tenant_lock(request.tenant_id) as tenant:
         request.refresh_from_db()
         if request.state != State.PENDING_APPROVAL:
+            if request.has_pending_renewal:
+                return _approve_renewal(actor, request, comment)
             if request.decided_at is not None and request.state != State.DENIED:
                 return request  # approved already: nothing to do
             raise _already(request, "approved")
-        quota = Quota.objects.filter(tenant=tenant, device_class_name=request.device_class_name)
-        max_lease = quota.values_list("max_lease", flat=True).first()
-        if request.lease and max_lease is not None and request.lease > max_lease:
-            raise SpecErrors(
-                {
-                    "lease": [
-                        f"It asks for a lease of {format_duration(request.lease)}; the longest "
-                        f"lease for {request.device_class_name} is now "
-                        f"{format_duration(max_lease)}. Deny it, or raise the quota's maximum."
-                    ]
-                }
-            )
+        _refuse_lease_over_maximum(request, request.lease)
         check = check_quota(
             tenant,
             request.device_class_name,
@@ -185,11 +196,124 @@ def approve_request(
     return request
 
 
+def _refuse_lease_over_maximum(request: ClaimRequest, lease: timedelta | None) -> None:
+    """An approval never grants more than the quota's longest lease (lowered since?)."""
+    max_lease = (
+        Quota.objects.filter(tenant=request.tenant_id, device_class_name=request.device_class_name)
+        .values_list("max_lease", flat=True)
+        .first()
+    )
+    if lease and max_lease is not None and lease > max_lease:
+        raise SpecErrors(
+            {
+                "lease": [
+                    f"It asks for a lease of {format_duration(lease)}; the longest "
+                    f"lease for {request.device_class_name} is now "
+                    f"{format_duration(max_lease)}. Deny it, or raise the quota's maximum."
+                ]
+            }
+        )
+
+
+def _end_renewal(request: ClaimRequest, **values: Any) -> bool:
+    """Clear the renewal waiting on ``request`` (and set ``values``) if it is still the one
+    ``request`` holds and the claim still runs: one conditional UPDATE, so two deciders (or a
+    decider and a newer renewal) never both act on it. Updates ``request`` in place."""
+    moved = (
+        ClaimRequest.objects.filter(
+            pk=request.pk,
+            renewal_requested_at=request.renewal_requested_at,
+            state__in=[state for state in ClaimRequest.ACTIVE_STATES if state not in NOT_RUNNING],
+        )
+        .exclude(renewal_requested_at=None)
+        .update(**NO_RENEWAL, **values, updated_at=timezone.now())
+    )
+    if moved:
+        clear_renewal(request)
+        for key, value in values.items():
+            setattr(request, key, value)
+    return bool(moved)
+
+
+def _approve_renewal(
+    actor: AbstractBaseUser | None, request: ClaimRequest, comment: str
+) -> ClaimRequest:
+    """Approve the renewal waiting on ``request``: its lease starts again from now. Call under
+    the tenant's row lock (the request holds its quota already: nothing else to check)."""
+    lease = request.renewal_lease
+    assert lease is not None
+    _refuse_lease_over_maximum(request, lease)
+    asked = {"lease": format_duration(lease), "reasons": request.renewal_reasons}
+    asked_by = request.renewal_requested_by
+    before = request.expires_at
+    now = timezone.now()
+    if not _end_renewal(request, lease=lease, expires_at=now + lease):
+        request.refresh_from_db()
+        raise SpecErrors({"state": ["This renewal was decided or replaced meanwhile."]})
+    record_event(
+        actor=actor,
+        action=AuditEvent.Action.CLAIM_APPROVED,
+        obj=request,
+        tenant=request.tenant,
+        before={"renewal": asked},
+        after={"renewal": "approved", "lease": asked["lease"], "comment": comment},
+    )
+    record_event(
+        actor=actor,
+        action=AuditEvent.Action.CLAIM_RENEWED,
+        obj=request,
+        tenant=request.tenant,
+        before={"expires_at": before.isoformat() if before else None},
+        after={"expires_at": (now + lease).isoformat()},
+    )
+    renewal_decided.send(
+        sender=ClaimRequest,
+        request=request,
+        approved=True,
+        lease=lease,
+        comment=comment,
+        actor=actor,
+        asked_by=asked_by,
+    )
+    return request
+
+
+def _deny_renewal(
+    actor: AbstractBaseUser | None, request: ClaimRequest, comment: str
+) -> ClaimRequest:
+    lease = request.renewal_lease
+    asked = {"lease": format_duration(lease) if lease else None, "reasons": request.renewal_reasons}
+    asked_by = request.renewal_requested_by
+    with transaction.atomic():
+        if not _end_renewal(request):
+            request.refresh_from_db()
+            raise SpecErrors({"state": ["This renewal was decided or replaced meanwhile."]})
+        record_event(
+            actor=actor,
+            action=AuditEvent.Action.CLAIM_DENIED,
+            obj=request,
+            tenant=request.tenant,
+            before={"renewal": asked},
+            after={"renewal": "denied", "lease": asked["lease"], "comment": comment},
+        )
+        renewal_decided.send(
+            sender=ClaimRequest,
+            request=request,
+            approved=False,
+            lease=lease,
+            comment=comment,
+            actor=actor,
+            asked_by=asked_by,
+        )
+    return request
+
+
 def deny_request(
     *, user: AbstractBaseUser | AnonymousUser, request: ClaimRequest, comment: str
 ) -> ClaimRequest:
     """Refuse a pending request, saying why (``comment`` is required); it ends as ``DENIED``
-    with nothing made in the cluster; audited. Denying a denied request returns it; an
+    with nothing made in the cluster; audited. A renewal waiting for approval is refused the
+    same way, and the current lease runs on. Denying a denied request returns it; an
     approved or ended one is a :class:`SpecErrors` on ``state``."""
     _refuse_decider(user, request)
     comment = _clean_comment(comment)
@@ -198,6 +322,8 @@ def deny_request(
     actor = user if user.is_authenticated else None
     if request.state == State.DENIED:
         return request
+    if request.state != State.PENDING_APPROVAL and request.has_pending_renewal:
+        return _deny_renewal(actor, request, comment)
     with transaction.atomic():
         moved = transition(
             request,
@@ -225,16 +351,35 @@ def deny_request(
 
 
 def approval_deadline(request: ClaimRequest) -> datetime:
-    """When a pending request expires unless decided (``CLAIMS_APPROVAL_TIMEOUT``)."""
+    """When what waits expires unless decided (``CLAIMS_APPROVAL_TIMEOUT``): a pending
+    request, or the renewal waiting on a running one."""
     timeout: timedelta = settings.CLAIMS_APPROVAL_TIMEOUT
+    if request.state != State.PENDING_APPROVAL and request.renewal_requested_at is not None:
+        return request.renewal_requested_at + timeout
     return request.created_at + timeout
 
 
 def expire_approvals(now: Any = None) -> int:
-    """Beat: pending requests older than ``CLAIMS_APPROVAL_TIMEOUT`` end as ``EXPIRED``."""
+    """Beat: pending requests older than ``CLAIMS_APPROVAL_TIMEOUT`` end as ``EXPIRED``;
+    renewals waiting that long are dropped (the lease stays as it is), audited."""
     now = now or timezone.now()
     timeout: timedelta = settings.CLAIMS_APPROVAL_TIMEOUT
     expired = 0
+    for request in ClaimRequest.objects.filter(
+        renewal_requested_at__lte=now - timeout
+    ).select_related("tenant"):
+        lease = request.renewal_lease
+        with transaction.atomic():
+            if _end_renewal(request):
+                record_event(
+                    actor=None,
+                    action=AuditEvent.Action.RENEWAL_EXPIRED,
+                    obj=request,
+                    tenant=request.tenant,
+                    before={"renewal": {"lease": format_duration(lease) if lease else None}},
+                    after={"reason": f"not approved within {format_duration(timeout)}"},
+                )
+                expired += 1
     for request in ClaimRequest.objects.filter(
         state=State.PENDING_APPROVAL, created_at__lte=now - timeout
     ).select_related("tenant"):

@@ -66,10 +66,22 @@ class ClaimRequestFilterSet(django_filters.FilterSet):
     namespace = django_filters.CharFilter(field_name="namespace", label="Namespace")
     device_class = django_filters.CharFilter(field_name="device_class_name", label="Device class")
     tenant = django_filters.CharFilter(field_name="tenant__slug", label="Tenant (slug)")
+    awaiting_approval = django_filters.ChoiceFilter(
+        choices=[("true", "Waiting for approval (request or renewal)")],
+        method="filter_awaiting_approval",
+        label="Approval",
+        empty_label="Waiting or not",
+    )
 
     class Meta:
         model = ClaimRequest
-        fields = ["q", "state", "namespace", "device_class", "tenant"]
+        fields = ["q", "state", "namespace", "device_class", "tenant", "awaiting_approval"]
+
+    def filter_awaiting_approval(
+        self, queryset: QuerySet[ClaimRequest], name: str, value: str
+    ) -> QuerySet[ClaimRequest]:
+        """``true``: requests pending approval and requests whose renewal waits."""
+        return queryset.awaiting_approval()  # type: ignore[attr-defined]
 
 
 class IdleClaimFilterSet(django_filters.FilterSet):

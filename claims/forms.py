@@ -108,8 +108,9 @@ class ClaimRequestForm(forms.Form):
     lease = forms.CharField(
         required=False,
         max_length=40,
-        widget=forms.TextInput(attrs={"placeholder": "e.g. 7d, 12h, P7D"}),
-        help_text="Empty: the longest lease the quota allows.",
+        widget=forms.TextInput(attrs={"placeholder": "e.g. 3d, 12h, P3D"}),
+        help_text="Empty: the longest lease that needs no approval, else the longest the "
+        "quota allows.",
     )
     idempotency_key = forms.CharField(required=False, widget=forms.HiddenInput, max_length=200)
 
@@ -125,10 +126,13 @@ class ClaimRequestForm(forms.Form):
         namespaces = TenantNamespace.objects.select_related("tenant").order_by("name")
         if not user.is_staff:
             namespaces = namespaces.filter(tenant__in=Tenant.objects.visible_to(user))
+        namespaces = list(namespaces)
         self.fields["namespace"].choices = [
             (namespace.name, f"{namespace.name} ({namespace.tenant.name})")
             for namespace in namespaces
         ]
+        # The tenant of each namespace offered (the lease hint names its policy).
+        self.namespace_tenants = {namespace.name: namespace.tenant for namespace in namespaces}
         modes = dict(ClassPolicy.objects.values_list("device_class_name", "mode"))
         self.class_modes = {
             name: modes.get(name, "scheduler")

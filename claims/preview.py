@@ -21,6 +21,7 @@ from claims.index import index
 from claims.specs import PRESETS, ClaimInput, SpecErrors, resolve_preset
 from dra.cel import compile_selector
 from dra.quantity import QuantityError, parse_quantity
+from portal.durations import format_duration
 
 __all__ = ["STAGE_LABELS", "FunnelStage", "Preview", "preset_availability", "preview", "to_yaml"]
 
@@ -68,6 +69,8 @@ class Preview:
     held_devices: int = 0
     quota_problems: list[str] = field(default_factory=list)  # submitting would be refused
     approval_reasons: list[str] = field(default_factory=list)  # it would wait for approval
+    lease_text: str = ""  # the lease it would get ("" when the input has errors)
+    lease_is_default: bool = False  # it asks for none: claims.services.default_lease
     fits: bool | None = None  # None: not checked (the input has errors)
     node: str | None = None
     devices: list[dict[str, str]] = field(default_factory=list)  # driver, pool, device
@@ -243,6 +246,10 @@ def preview(user: AbstractBaseUser | AnonymousUser, claim: ClaimInput) -> Previe
     if report.refused_by_quota:
         result.quota_problems = report.quota.problems
     result.approval_reasons = report.approval_reasons
+    result.lease_text = (
+        format_duration(report.lease) if report.lease else "none (held until released)"
+    )
+    result.lease_is_default = claim.lease is None
     result.manifest, result.pod = _manifests(claim, report.spec)
     placement = report.placement
     result.explanations = _explanations(placement)

@@ -30,6 +30,7 @@ __all__ = [
     "format_gib",
     "judge_quota",
     "quota_report",
+    "renewal_reasons",
     "tenant_usage",
 ]
 
@@ -307,6 +308,22 @@ def quota_report(tenant: Tenant) -> dict[str, QuotaCheck]:
     }
 
 
+def _lease_reason(quota: Quota, lease: timedelta | None) -> list[str]:
+    """The lease rule: a lease longer than ``approve_above_lease`` (or none at all) waits."""
+    if quota.approve_above_lease is None or (
+        lease is not None and lease <= quota.approve_above_lease
+    ):
+        return []
+    asked = f"A lease of {format_duration(lease)}" if lease else "No lease (held until released)"
+    return [
+        f"{asked}: leases longer than {format_duration(quota.approve_above_lease)} need approval."
+    ]
+
+
+def _tenant_reason(tenant: Tenant) -> list[str]:
+    return [f"{tenant.name} has every request approved."] if tenant.requires_approval else []
+
+
 def approval_reasons(
     tenant: Tenant,
     check: QuotaCheck,
@@ -318,9 +335,7 @@ def approval_reasons(
     """Why a request of ``devices`` devices, ``memory_bytes`` of device memory and ``lease``
     (None: held until released) must wait for approval; empty when it need not. ``check`` is
     the quota's verdict on it (its ``quota`` carries the thresholds)."""
-    reasons: list[str] = []
-    if tenant.requires_approval:
-        reasons.append(f"{tenant.name} has every request approved.")
+    reasons = _tenant_reason(tenant)
     quota = check.quota
     if quota is None:
         return reasons
@@ -336,16 +351,18 @@ def approval_reasons(
             f"{format_gib(memory_bytes)} of device memory: more than "
             f"{format_gib(quota.approve_above_memory)} needs approval."
         )
-    if quota.approve_above_lease is not None and (
-        lease is None or lease > quota.approve_above_lease
-    ):
-        asked = (
-            f"A lease of {format_duration(lease)}" if lease else "No lease (held until released)"
-        )
-        reasons.append(
-            f"{asked}: leases longer than {format_duration(quota.approve_above_lease)} "
-            "need approval."
-        )
+    reasons += _lease_reason(quota, lease)
     if not check.fits and quota.approve_over_quota:
         reasons.append("Over quota: " + " ".join(check.problems))
+    return reasons
+
+
+def renewal_reasons(tenant: Tenant, quota: Quota | None, lease: timedelta) -> list[str]:
+    """Why renewing a request's lease for ``lease`` (from now) must wait for approval; empty
+    when it need not. A renewal holds no more devices or memory than the request already holds
+    (within the thresholds, or approved), so only the tenant-wide rule and the lease rule of
+    :func:`approval_reasons` apply: a renewal never gets what a new request could not."""
+    reasons = _tenant_reason(tenant)
+    if quota is not None:
+        reasons += _lease_reason(quota, lease)
     return reasons

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -19,7 +19,7 @@ from claims.forms import ALTERNATIVE_ROWS, ClaimRequestForm, RenewForm
 from claims.models import ClaimRequest, ResourceClaim
 from claims.preview import Preview, preset_availability, preview, to_yaml
 from claims.quota import check_quota
-from claims.services import release_request, renew_request, submit_request
+from claims.services import default_lease, release_request, renew_request, submit_request
 from claims.specs import PRESETS, SpecErrors
 from claims.tables import ClaimRequestTable, request_state_badge
 from devices.models import Pod
@@ -38,6 +38,7 @@ __all__ = [
 
 FORM_TEMPLATE = "claims/claimrequest_form.html"
 DETAIL_TEMPLATE = "claims/claimrequest_detail.html"
+RELEASE_TEMPLATE = "claims/claimrequest_release.html"
 
 
 def _hx_redirect(request: HttpRequest, url: str) -> HttpResponse:
@@ -67,10 +68,37 @@ def claimrequest_list(request: HttpRequest) -> HttpResponse:
     )
 
 
+def _lease_hint(form: ClaimRequestForm, device_class: str) -> str:
+    """What an empty lease means for the namespace's tenant and the class chosen: the lease
+    it gets (``claims.services.default_lease``) and whether a longer one waits for approval."""
+    choices = form.fields["namespace"].choices
+    namespace = form.data.get("namespace") or form.initial.get("namespace") or ""
+    if not namespace and choices:
+        namespace = choices[0][0]  # what the browser shows selected
+    tenant = form.namespace_tenants.get(namespace)
+    if tenant is None or not device_class:
+        return form.fields["lease"].help_text
+    quota = Quota.objects.filter(tenant=tenant, device_class_name=device_class).first()
+    lease = default_lease(quota)
+    if quota is None or lease is None:
+        return "Empty: no lease (held until released)."
+    text = f"Empty: {format_duration(lease)}."
+    if quota.approve_above_lease is not None:
+        text += (
+            f" A lease longer than {format_duration(quota.approve_above_lease)} waits for "
+            f"approval by {tenant.name}'s admins"
+        )
+        if quota.max_lease is not None and quota.max_lease > quota.approve_above_lease:
+            text += f" (at most {format_duration(quota.max_lease)})"
+        return text + "."
+    return text[:-1] + f", the longest {tenant.name}'s quota allows."
+
+
 def _form_context(form: ClaimRequestForm, result: Preview | None) -> dict[str, Any]:
     device_class = form.data.get("device_class") or form.initial.get("device_class") or ""
     availability = preset_availability(device_class)
     return {
+        "lease_hint": _lease_hint(form, device_class),
         "form": form,
         "preview": result,
         "presets": [
@@ -201,8 +229,16 @@ def _timeline(claim_request: ClaimRequest, mirrored: ResourceClaim | None) -> li
             continue  # the approval or denial below says it, with its comment
         if event.action == AuditEvent.Action.CLAIM_REQUESTED and after.get("approval_reasons"):
             text = "requested; waits for approval: " + " ".join(after["approval_reasons"])
+        elif event.action == AuditEvent.Action.RENEWAL_REQUESTED:
+            text = f"renewal to {after.get('lease', '?')} requested; waits for approval: " + (
+                " ".join(after.get("approval_reasons") or [])
+            )
+        elif event.action == AuditEvent.Action.RENEWAL_EXPIRED:
+            text = f"renewal dropped: {after.get('reason', 'not decided in time')}"
         elif event.action in (AuditEvent.Action.CLAIM_APPROVED, AuditEvent.Action.CLAIM_DENIED):
             verb = "approved" if event.action == AuditEvent.Action.CLAIM_APPROVED else "denied"
+            if after.get("renewal"):
+                verb = f"renewal to {after.get('lease', '?')} {verb}"
             text = verb + (f": “{after['comment']}”" if after.get("comment") else "")
         elif event.action == AuditEvent.Action.CLAIM_STATE:
             text = f"{before.get('state', '?')} → {after.get('state', '?')}"
@@ -281,10 +317,14 @@ def claimrequest_detail(request: HttpRequest, pk: Any) -> HttpResponse:
         tenant=claim_request.tenant, device_class_name=claim_request.device_class_name
     ).first()
     is_pending = claim_request.state == ClaimRequest.State.PENDING_APPROVAL
+    renewal_waits = not is_pending and claim_request.has_pending_renewal
     approval: dict[str, Any] = {}
-    if is_pending:
-        approval = {"deadline": approval_deadline(claim_request)}
-        if may_decide(request.user, claim_request):
+    if claim_request.awaits_approval:
+        approval = {
+            "deadline": approval_deadline(claim_request),
+            "may_decide": may_decide(request.user, claim_request),
+        }
+        if is_pending and approval["may_decide"]:
             approval["check"] = check_quota(
                 claim_request.tenant,
                 claim_request.device_class_name,
@@ -297,12 +337,16 @@ def claimrequest_detail(request: HttpRequest, pk: Any) -> HttpResponse:
         "mirrored": mirrored,
         "allocations": _allocations(claim_request, mirrored),
         "consumers": [{"consumer": c, "pod": pods.get(c.name)} for c in consumers],
-        # A pending request may wait for days: no polling (it would also wipe a comment
-        # being typed into the approval form).
-        "is_live": claim_request.is_active and not is_pending,
+        # What waits for approval may wait for days: no polling (it would also wipe a
+        # comment being typed into the approval form).
+        "is_live": claim_request.is_active and not claim_request.awaits_approval,
         "is_pending": is_pending,
+        "renewal_waits": renewal_waits,
+        "renewal_lease_text": format_duration(claim_request.renewal_lease)
+        if claim_request.renewal_lease
+        else "",
         "approval": approval,
-        "may_decide": "check" in approval,
+        "may_decide": bool(approval.get("may_decide")),
         "may_change": may_change,
         "may_force": request.user.is_staff,
         "release_blocked": release_blocked,
@@ -321,10 +365,43 @@ def claimrequest_detail(request: HttpRequest, pk: Any) -> HttpResponse:
     return render_page(request, DETAIL_TEMPLATE, "request-status", context)
 
 
+def _release_context(request: HttpRequest, claim_request: ClaimRequest) -> dict[str, Any]:
+    """What releasing (or withdrawing) ``claim_request`` would free, for the confirmation."""
+    mirrored = ResourceClaim.objects.filter(
+        tenant=claim_request.tenant, namespace=claim_request.namespace, name=claim_request.name
+    ).first()
+    consumers = list(mirrored.consumers.values_list("name", flat=True)) if mirrored else []
+    force = (request.POST or request.GET).get("force") == "1" and request.user.is_staff
+    allocations = _allocations(claim_request, mirrored)
+    return {
+        "claim_request": claim_request,
+        "state_badge": request_state_badge(claim_request),
+        "is_pending": claim_request.state == ClaimRequest.State.PENDING_APPROVAL,
+        "can_release": claim_request.is_active
+        and claim_request.state != ClaimRequest.State.RELEASING,
+        "allocations": allocations,
+        "nodes": sorted({device["pool"] for device in allocations}),
+        "consumers": consumers,
+        "force": force,
+        "blocked": bool(consumers) and not force,
+        "may_force": request.user.is_staff,
+    }
+
+
 @login_required
-@require_POST
 def claimrequest_release(request: HttpRequest, pk: Any) -> HttpResponse:
+    """GET (or a POST without ``confirm=yes``): what releasing the claim would free — or, for a
+    request waiting for approval, that withdrawing it drops the request — and a form to confirm
+    it (htmx: the panel on the request's page; otherwise a page). Nothing is released on one
+    click. POST with ``confirm=yes``: release (``force=1``: portal admins, even while pods use
+    it) or withdraw."""
+    if request.method not in ("GET", "POST"):
+        return HttpResponseNotAllowed(["GET", "POST"])
     claim_request = get_request_for_user(request.user, pk, write=True)
+    if request.method == "GET" or request.POST.get("confirm") != "yes":
+        return render_page(
+            request, RELEASE_TEMPLATE, "release-confirm", _release_context(request, claim_request)
+        )
     force = request.POST.get("force") == "1" and request.user.is_staff
     was_pending = claim_request.state == ClaimRequest.State.PENDING_APPROVAL
     try:
@@ -358,5 +435,14 @@ def claimrequest_renew(request: HttpRequest, pk: Any) -> HttpResponse:
             for problem in problems:
                 messages.error(request, problem)
     else:
-        messages.success(request, f"Lease of {claim_request} renewed.")
+        if claim_request.has_pending_renewal:
+            asked = claim_request.renewal_lease
+            messages.info(
+                request,
+                f"The renewal of {claim_request} to "
+                f"{format_duration(asked) if asked else 'no lease'} waits for approval by your "
+                "tenant's admins; the current lease runs on until they decide.",
+            )
+        else:
+            messages.success(request, f"Lease of {claim_request} renewed.")
     return _hx_redirect(request, claim_request.get_absolute_url())

@@ -28,8 +28,8 @@ from django.utils import timezone
 
 from claims.index import index
 from claims.models import AllocationMode, ClaimRequest, ClassPolicy, ResourceClaim
-from claims.quota import QuotaCheck, approval_reasons, check_quota
-from claims.signals import request_state_changed
+from claims.quota import QuotaCheck, approval_reasons, check_quota, renewal_reasons
+from claims.signals import approval_requested, request_state_changed
 from claims.specs import PRESETS, ClaimInput, SpecErrors, build_spec, check_input, resolve_preset
 from devices.models import DeviceClass, Namespace
 from dra.model import InvalidObject
@@ -43,7 +43,11 @@ __all__ = [
     "CLUSTER_REPLACED_REASON",
     "FORCED_RELEASE_REASON",
     "GONE_REASONS",
+    "NO_RENEWAL",
     "QuotaExceeded",
+    "RENEWAL_FIELDS",
+    "clear_renewal",
+    "default_lease",
     "delete_class_policy",
     "enqueue",
     "expire_leases",
@@ -67,6 +71,14 @@ CLAIM_DELETED_REASON = "its claim was deleted from the cluster outside the porta
 CLUSTER_REPLACED_REASON = "the cluster was replaced: its claim is not in the new cluster"
 GONE_REASONS = (CLAIM_DELETED_REASON, CLUSTER_REPLACED_REASON)
 RELEASE_TASK = "claims.release_request"
+# The fields of a renewal waiting for approval, when none waits.
+NO_RENEWAL: dict[str, Any] = {
+    "renewal_lease": None,
+    "renewal_reasons": [],
+    "renewal_requested_at": None,
+    "renewal_requested_by": None,
+}
+RENEWAL_FIELDS = tuple(NO_RENEWAL)
 # SQLite has no row locks: the embedded mode serialises submissions in the process instead.
 _SUBMIT_LOCK = threading.Lock()
 
@@ -281,28 +293,42 @@ def submit_request(
                 **({"approval_reasons": reasons} if reasons else {}),
             },
         )
-        if not reasons:
+        if reasons:
+            approval_requested.send(sender=ClaimRequest, request=request, renewal=False)
+        else:
             enqueue(APPLY_TASK, request.pk)
     return request
 
 
+def default_lease(quota: Quota | None) -> timedelta | None:
+    """The lease a request that asks for none gets: the longest that needs no approval where
+    the quota sends longer leases to approval (``approve_above_lease``, within ``max_lease``),
+    else the quota's longest (``max_lease``); None (held until released) without either."""
+    if quota is None:
+        return None
+    if quota.approve_above_lease is not None:
+        if quota.max_lease is not None:
+            return min(quota.approve_above_lease, quota.max_lease)
+        return quota.approve_above_lease
+    return quota.max_lease
+
+
 def lease_for(tenant: Tenant, claim: ClaimInput) -> timedelta | None:
-    """The lease a request of ``claim`` gets: as asked, or the quota's longest when it asks
+    """The lease a request of ``claim`` gets: as asked, or :func:`default_lease` when it asks
     for none. Raises :class:`SpecErrors` for a lease longer than the quota allows."""
     quota = Quota.objects.filter(tenant=tenant, device_class_name=claim.device_class_name).first()
     lease = claim.lease
-    if quota is not None and quota.max_lease is not None:
-        if lease is None:
-            return quota.max_lease
-        if lease > quota.max_lease:
-            raise SpecErrors(
-                {
-                    "lease": [
-                        f"The longest lease for {claim.device_class_name} is "
-                        f"{format_duration(quota.max_lease)}."
-                    ]
-                }
-            )
+    if lease is None:
+        return default_lease(quota)
+    if quota is not None and quota.max_lease is not None and lease > quota.max_lease:
+        raise SpecErrors(
+            {
+                "lease": [
+                    f"The longest lease for {claim.device_class_name} is "
+                    f"{format_duration(quota.max_lease)}."
+                ]
+            }
+        )
     return lease
 
 
@@ -375,6 +401,9 @@ def transition(
         values["reason"] = reason[:2000]
     if to in ClaimRequest.ENDED_STATES:
         values["ended_at"] = now
+    if to == ClaimRequest.State.RELEASING or to in ClaimRequest.ENDED_STATES:
+        # A renewal waiting for approval goes with the claim it would have renewed.
+        values |= NO_RENEWAL
     if to == ClaimRequest.State.APPLIED and "applied_at" not in fields:
         values["applied_at"] = request.applied_at or now
     with transaction.atomic():
@@ -409,7 +438,7 @@ def release_request(
 ) -> ClaimRequest:
     """Delete the request's claim: refused while pods reserve it, unless a portal admin
     forces it. Releasing a request that is already ending changes nothing. A request waiting
-    for approval is withdrawn: it ends as released at once, the cluster untouched."""
+    for approval is withdrawn: it ends as withdrawn at once, the cluster untouched."""
     if not request.is_active or request.state == ClaimRequest.State.RELEASING:
         return request
     actor = user if user.is_authenticated else None
@@ -417,7 +446,7 @@ def release_request(
         if (
             not transition(
                 request,
-                ClaimRequest.State.RELEASED,
+                ClaimRequest.State.WITHDRAWN,
                 expect=[ClaimRequest.State.PENDING_APPROVAL],
                 actor=actor,
                 reason="withdrawn before approval",
@@ -452,15 +481,18 @@ def renew_request(
     *, user: AbstractBaseUser | AnonymousUser, request: ClaimRequest, lease: timedelta | None
 ) -> ClaimRequest:
     """Start the lease again from now, for ``lease`` (default: the request's lease), within
-    the quota's maximum."""
+    the quota's maximum.
+
+    A renewal the approval policy sends to approval (``claims.quota.renewal_reasons``: the
+    tenant approves everything, or the lease is over the quota's threshold) is recorded on the
+    request as waiting instead (``renewal_*``, audited): the current lease runs on unchanged
+    until a tenant admin or portal admin decides (``claims.approvals``); if it ends first, the
+    claim is released as usual. A later renewal replaces one that waits."""
     if request.state == ClaimRequest.State.PENDING_APPROVAL:
         raise SpecErrors(
             {"state": ["This request waits for approval; its lease starts when it is approved."]}
         )
-    if not request.is_active or request.state == ClaimRequest.State.RELEASING:
-        raise SpecErrors(
-            {"state": [f"A {request.get_state_display().lower()} claim cannot be renewed."]}
-        )
+    _refuse_renewal_of_ended(request)
     lease = lease or request.lease
     quota = Quota.objects.filter(
         tenant=request.tenant, device_class_name=request.device_class_name
@@ -477,20 +509,61 @@ def renew_request(
             )
     if lease is None:
         raise SpecErrors({"lease": ["This claim has no lease to renew."]})
-    before = request.expires_at
-    with transaction.atomic():
+    actor = user if user.is_authenticated else None
+    with tenant_lock(request.tenant_id) as tenant:
+        request.refresh_from_db()
+        _refuse_renewal_of_ended(request)
+        # Admin access (portal admins only) is outside the approval policy, as when submitted.
+        reasons = [] if request.admin_access else renewal_reasons(tenant, quota, lease)
+        now = timezone.now()
+        before = request.expires_at
+        if reasons:
+            request.renewal_lease = lease
+            request.renewal_reasons = reasons
+            request.renewal_requested_at = now
+            request.renewal_requested_by = actor
+            request.save(update_fields=[*RENEWAL_FIELDS, "updated_at"])
+            record_event(
+                actor=actor,
+                action=AuditEvent.Action.RENEWAL_REQUESTED,
+                obj=request,
+                tenant=tenant,
+                before={"expires_at": before.isoformat() if before else None},
+                after={"lease": format_duration(lease), "approval_reasons": reasons},
+            )
+            approval_requested.send(sender=ClaimRequest, request=request, renewal=True)
+            return request
         request.lease = lease
-        request.expires_at = timezone.now() + lease
-        request.save(update_fields=["lease", "expires_at", "updated_at"])
+        request.expires_at = now + lease
+        waited = request.has_pending_renewal
+        clear_renewal(request)
+        request.save(update_fields=["lease", "expires_at", *RENEWAL_FIELDS, "updated_at"])
         record_event(
-            actor=user if user.is_authenticated else None,
+            actor=actor,
             action=AuditEvent.Action.CLAIM_RENEWED,
             obj=request,
-            tenant=request.tenant,
+            tenant=tenant,
             before={"expires_at": before.isoformat() if before else None},
-            after={"expires_at": request.expires_at.isoformat()},
+            after={
+                "expires_at": request.expires_at.isoformat(),
+                **({"replaces_waiting_renewal": True} if waited else {}),
+            },
         )
     return request
+
+
+def clear_renewal(request: ClaimRequest) -> None:
+    """Forget the renewal waiting on ``request`` (in place; the caller saves
+    ``RENEWAL_FIELDS``)."""
+    for key, value in NO_RENEWAL.items():
+        setattr(request, key, list(value) if isinstance(value, list) else value)
+
+
+def _refuse_renewal_of_ended(request: ClaimRequest) -> None:
+    if not request.is_active or request.state == ClaimRequest.State.RELEASING:
+        raise SpecErrors(
+            {"state": [f"A {request.get_state_display().lower()} claim cannot be renewed."]}
+        )
 
 
 def expire_leases(now: Any = None) -> int:

@@ -4,6 +4,13 @@
 ``reason``, ``actor``) by ``claims.services.transition`` inside the transaction that moved the
 request. Receivers that act outside the database (notifications) do so on commit.
 
+``approval_requested``: sent (sender ``ClaimRequest``; ``request``, ``renewal``) inside the
+transaction that recorded something waiting for approval: a request pending approval
+(``renewal=False``, by ``claims.services.submit_request``) or a renewal of its lease
+(``renewal=True``, by ``claims.services.renew_request``). ``renewal_decided``: sent (sender
+``ClaimRequest``; ``request``, ``approved``, ``lease``, ``comment``, ``actor``) by
+``claims.approvals`` when a renewal waiting for approval is approved or denied.
+
 ``claims_flagged_idle``: sent (sender ``ClaimIdleness``; ``claim_ids``) by the idle sweep
 (``claims.idle``) inside its transaction, for idle claims whose owners were not yet told of the
 current idle episode. ``claim_reclaimed``: sent (sender ``ClaimIdleness``; ``claim_id``,
@@ -32,15 +39,19 @@ from portal.models import TenantNamespace
 from portal.signals import namespaces_changed
 
 __all__ = [
+    "approval_requested",
     "claim_moved",
     "claim_reclaimed",
     "claims_flagged_idle",
     "relink_claim_tenants",
+    "renewal_decided",
     "request_state_changed",
     "tenant_usage_changed",
 ]
 
 request_state_changed = Signal()
+approval_requested = Signal()
+renewal_decided = Signal()
 claims_flagged_idle = Signal()
 claim_reclaimed = Signal()
 claim_moved = Signal()

@@ -94,6 +94,7 @@ REQUEST_STATE_CLASSES = {
     ClaimRequest.State.EXPIRED: "text-bg-secondary",
     ClaimRequest.State.FAILED: "text-bg-danger",
     ClaimRequest.State.DENIED: "text-bg-danger",
+    ClaimRequest.State.WITHDRAWN: "text-bg-secondary",
 }
 
 
@@ -150,13 +151,26 @@ class ClaimRequestTable(tables.Table):
         return record.count_label
 
     def render_expires_at(self, record: ClaimRequest, value: object) -> str:
+        if record.state == ClaimRequest.State.PENDING_APPROVAL:
+            # Its lease starts when it is approved: say what it asked for.
+            return format_html(
+                '<span class="text-body-secondary">{}</span>',
+                f"{format_duration(record.lease)} from approval" if record.lease else "no lease",
+            )
         if record.expires_at is None:
             return "no lease"
-        return format_html(
+        ends = format_html(
             '<span title="lease {}">{}</span>',
             format_duration(record.lease) if record.lease else "",
             localtime(record.expires_at).strftime("%Y-%m-%d %H:%M"),
         )
+        if record.has_pending_renewal and record.renewal_lease:
+            return format_html(
+                '{} <span class="badge text-bg-warning">renewal to {} waits</span>',
+                ends,
+                format_duration(record.renewal_lease),
+            )
+        return ends
 
 
 def _when(moment: object) -> str:

@@ -11,23 +11,29 @@ from django.dispatch import receiver
 
 from claims.models import ClaimRequest
 from claims.signals import (
+    approval_requested,
     claim_moved,
     claim_reclaimed,
     claims_flagged_idle,
+    renewal_decided,
     request_state_changed,
     tenant_usage_changed,
 )
 from notifications.services import event_for_transition
 
 __all__ = [
+    "on_approval_requested",
     "on_claim_moved",
     "on_claim_reclaimed",
     "on_claims_flagged_idle",
+    "on_renewal_decided",
     "on_request_state_changed",
     "on_tenant_usage_changed",
 ]
 
 REQUEST_EVENT_TASK = "notifications.request_event"
+APPROVAL_WAITING_TASK = "notifications.approval_waiting"
+RENEWAL_DECIDED_TASK = "notifications.renewal_decided"
 CLAIMS_IDLE_TASK = "notifications.claims_idle"
 IDLE_RECLAIM_TASK = "notifications.idle_reclaim"
 CLAIM_MOVED_TASK = "notifications.claim_moved"
@@ -103,3 +109,35 @@ def on_tenant_usage_changed(sender: Any, tenant_ids: list[Any] | None, **kwargs:
             task.apply_async((None if tenant_ids is None else due,), countdown=QUOTA_CHECK_AFTER)
 
     transaction.on_commit(check)
+
+
+@receiver(approval_requested, dispatch_uid="notifications.on_approval_requested")
+def on_approval_requested(
+    sender: Any, request: ClaimRequest, renewal: bool = False, **kwargs: Any
+) -> None:
+    """A request (or a renewal) waits: its deciders are told once the recording commits."""
+    request_id = str(request.pk)
+    transaction.on_commit(
+        lambda: current_app.tasks[APPROVAL_WAITING_TASK].delay(request_id, renewal)
+    )
+
+
+@receiver(renewal_decided, dispatch_uid="notifications.on_renewal_decided")
+def on_renewal_decided(
+    sender: Any,
+    request: ClaimRequest,
+    approved: bool,
+    lease: Any = None,
+    comment: str = "",
+    asked_by: Any = None,
+    **kwargs: Any,
+) -> None:
+    """A renewal was approved or denied: who asked for it is told, on commit."""
+    data = {
+        "request_id": str(request.pk),
+        "approved": approved,
+        "lease_seconds": int(lease.total_seconds()) if lease else None,
+        "comment": comment,
+        "asked_by_id": asked_by.pk if asked_by is not None else None,
+    }
+    transaction.on_commit(lambda: current_app.tasks[RENEWAL_DECIDED_TASK].delay(**data))

@@ -43,14 +43,16 @@ from portal.services.tenants import save_tenant
 
 __all__ = [
     "Notice",
-    "notify_claim_idle",
-    "notify_claim_moved",
-    "notify_idle_reclaim",
     "event_for_transition",
     "lease_lead",
     "notify",
+    "notify_approval_waiting",
+    "notify_claim_idle",
+    "notify_claim_moved",
     "notify_expiring_leases",
     "notify_high_quotas",
+    "notify_idle_reclaim",
+    "notify_renewal_decided",
     "notify_request_event",
     "remove_webhook",
     "rotate_webhook_secret",
@@ -326,6 +328,110 @@ def notify_claim_moved(
         data={**_request_data(request), "before": dict(before), "after": dict(after)},
     )
     return len(notified)
+
+
+# -- approvals waiting ------------------------------------------------------------------------
+
+
+def _deciders(tenant: Tenant, asked_by_id: Any) -> list[AbstractBaseUser]:
+    """Who may decide what ``asked_by_id`` asked for in ``tenant``: its other tenant admins,
+    else (nobody else administers it) the portal admins."""
+    admins = [user for user in _tenant_admins(tenant) if user.pk != asked_by_id]
+    if admins:
+        return admins
+    return list(get_user_model().objects.filter(is_staff=True, is_active=True))
+
+
+def notify_approval_waiting(request: ClaimRequest, *, renewal: bool = False) -> int:
+    """Tells the request's deciders (``_deciders``) by email, in their notifications and on
+    the tenant's webhook that a request, or the renewal of its lease, waits for their decision,
+    with a link to the approvals queue; once per request (or per renewal asked). Nothing when
+    it no longer waits."""
+    claim = f"{request.namespace}/{request.name}"
+    asked = f"{request.count_label} × {request.device_class_name} in {request.namespace}"
+    queue = f"{reverse('approval-list')}?tenant={request.tenant.slug}"
+    if renewal:
+        if not request.has_pending_renewal or request.state == State.PENDING_APPROVAL:
+            return 0
+        assert request.renewal_requested_at is not None
+        asker = request.renewal_requested_by
+        lease = request.renewal_lease
+        reasons = list(request.renewal_reasons)
+        key = f"{Event.APPROVAL_WAITING}:{request.pk}:{request.renewal_requested_at.isoformat()}"
+        subject = f"Renewal of claim {claim} waits for your approval"
+        what = (
+            f"{asker.get_username() if asker else 'Someone'} asks to renew the lease of {claim} "
+            f"({asked}) to {format_duration(lease) if lease else 'no lease'} from the approval; "
+            "the current lease runs on until you decide."
+        )
+    else:
+        if request.state != State.PENDING_APPROVAL:
+            return 0
+        asker = request.requested_by
+        lease = request.lease
+        reasons = list(request.approval_reasons)
+        key = f"{Event.APPROVAL_WAITING}:{request.pk}"
+        subject = f"Claim {claim} waits for your approval"
+        what = (
+            f"{asker.get_username() if asker else 'Someone'} asks for {asked}, lease "
+            f"{format_duration(lease) if lease else 'none (held until released)'}."
+        )
+    notice = Notice(
+        event=Event.APPROVAL_WAITING,
+        key=key,
+        subject=subject,
+        lines=[
+            what,
+            "Why it waits:",
+            *(f"  {reason}" for reason in reasons),
+            "Approve or deny it in the approvals queue:",
+        ],
+        path=queue,
+        object_type="claims.ClaimRequest",
+        object_id=str(request.pk),
+        data={
+            **_request_data(request),
+            "kind": "renewal" if renewal else "request",
+            "lease": format_duration(lease) if lease else None,
+            "approval_reasons": reasons,
+            "queue_url": _link(queue),
+        },
+    )
+    deciders = _deciders(request.tenant, asker.pk if asker is not None else None)
+    return len(notify(notice, tenant=request.tenant, users=deciders))
+
+
+def notify_renewal_decided(
+    request: ClaimRequest,
+    *,
+    approved: bool,
+    lease: timedelta | None,
+    comment: str = "",
+    asked_by_id: Any = None,
+) -> int:
+    """Tells who asked for a renewal (and the tenant's webhook) that it was approved (the new
+    lease runs from now) or denied (the lease is as it was)."""
+    claim = f"{request.namespace}/{request.name}"
+    asked = format_duration(lease) if lease else "no lease"
+    event = Event.REQUEST_APPROVED if approved else Event.REQUEST_DENIED
+    until = _when(request.expires_at) if request.expires_at else "its release"
+    outcome = f"approved: it runs until {until}" if approved else f"denied: it still ends {until}"
+    lines = [f"The renewal of your claim {claim} to {asked} was {outcome}."]
+    if comment:
+        lines.append(f"Comment: {comment}")
+    notice = Notice(
+        event=event,
+        key=f"{event}:renewal:{request.pk}:{request.updated_at.isoformat()}",
+        subject=f"Renewal of claim {claim} {'approved' if approved else 'denied'}",
+        lines=lines,
+        path=request.get_absolute_url(),
+        object_type="claims.ClaimRequest",
+        object_id=str(request.pk),
+        data={**_request_data(request), "kind": "renewal", "lease": asked, "comment": comment},
+    )
+    asker = get_user_model().objects.filter(pk=asked_by_id).first() if asked_by_id else None
+    users = [asker] if asker is not None else []
+    return len(notify(notice, tenant=request.tenant, users=users))
 
 
 # -- beat: leases ending ----------------------------------------------------------------------

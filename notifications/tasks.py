@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from celery import shared_task
@@ -13,21 +14,25 @@ from claims.models import ClaimRequest
 from notifications import webhooks
 from notifications.models import Event, Notification, WebhookDelivery
 from notifications.services import (
+    notify_approval_waiting,
     notify_claim_idle,
     notify_claim_moved,
     notify_expiring_leases,
     notify_high_quotas,
     notify_idle_reclaim,
+    notify_renewal_decided,
     notify_request_event,
 )
 
 __all__ = [
+    "approval_waiting",
     "claim_moved",
     "claims_idle",
-    "idle_reclaim",
     "deliver_webhook",
+    "idle_reclaim",
     "lease_expiring",
     "quota_high",
+    "renewal_decided",
     "request_event",
     "retry_webhooks",
     "send_email",
@@ -46,6 +51,44 @@ def request_event(request_id: str, event: str, reason: str = "") -> int:
     if request is None:
         return 0
     return notify_request_event(request, Event(event), reason)
+
+
+def _request(request_id: str) -> ClaimRequest | None:
+    return (
+        ClaimRequest.objects.select_related(
+            "tenant", "requested_by", "decided_by", "renewal_requested_by"
+        )
+        .filter(pk=request_id)
+        .first()
+    )
+
+
+@shared_task(name="notifications.approval_waiting", ignore_result=True)
+def approval_waiting(request_id: str, renewal: bool = False) -> int:
+    """Tell the deciders of a request (or renewal) that waits for approval."""
+    request = _request(request_id)
+    return 0 if request is None else notify_approval_waiting(request, renewal=renewal)
+
+
+@shared_task(name="notifications.renewal_decided", ignore_result=True)
+def renewal_decided(
+    request_id: str,
+    approved: bool,
+    lease_seconds: int | None = None,
+    comment: str = "",
+    asked_by_id: Any = None,
+) -> int:
+    """Tell who asked for a renewal that it was approved or denied."""
+    request = _request(request_id)
+    if request is None:
+        return 0
+    return notify_renewal_decided(
+        request,
+        approved=approved,
+        lease=timedelta(seconds=lease_seconds) if lease_seconds is not None else None,
+        comment=comment,
+        asked_by_id=asked_by_id,
+    )
 
 
 @shared_task(name="notifications.send_email", bind=True, max_retries=3, ignore_result=True)

@@ -47,8 +47,9 @@ GROUPS = {
     "mirror-status": ("Operations", "activity"),
     "telemetry": ("Operations", "activity"),
 }
-# Entries with a count badge, loaded by htmx after the page (the page itself pays nothing).
-_BADGES = {"approval-list": "approval-count"}
+# Entries with a count badge, loaded by htmx after the page (the page itself pays nothing):
+# the badge's URL name, and the event (sent with ``HX-Trigger``) on which it reloads.
+_BADGES = {"approval-list": ("approval-count", "approvals-changed")}
 # How long the navigation trusts "is a tenant admin" (a new tenant admin sees Approvals within
 # this many seconds; the queue itself checks the role every time).
 APPROVER_CACHE_SECONDS = 60
@@ -83,7 +84,9 @@ def _entries(request: HttpRequest, user: Any) -> list[dict[str, Any]]:
             continue
         try:
             url = reverse(url_name)
-            badge_url = reverse(_BADGES[url_name]) if url_name in _BADGES else ""
+            badge_url, badge_event = "", ""
+            if url_name in _BADGES:
+                badge_url, badge_event = reverse(_BADGES[url_name][0]), _BADGES[url_name][1]
         except NoReverseMatch:
             continue
         if audience == APPROVERS and not user.is_staff:
@@ -107,6 +110,7 @@ def _entries(request: HttpRequest, user: Any) -> list[dict[str, Any]]:
                 "icon": icon,
                 "active": active,
                 "badge_url": badge_url,
+                "badge_event": badge_event,
                 "group": group,
                 "group_icon": group_icon,
             }

@@ -11,6 +11,8 @@ which skip with a reason when the service is not configured, and fail instead wh
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import shutil
 import uuid
@@ -233,3 +235,19 @@ def live(db: None, settings: Any) -> Iterator[tuple[Emulator, Cluster, Callable[
             _resync(cluster)
             yield emulator, cluster, lambda: _resync(cluster)
         reset_index()
+
+
+@pytest.fixture
+def demo_seeded(db: None, settings: Any, tmp_path: Path) -> dict[str, str]:
+    """The demo's personas, tenants, quotas and class policies, seeded as ``make demo`` seeds
+    them (``manage.py seed_demo``, ``home.demo_data``); answers the personas' passwords. Use it
+    instead of the persona fixtures, with ``live`` for the demo cluster."""
+    from django.core.management import call_command
+
+    from home.demo_data import seed_class_policies
+
+    settings.VAR_DIR = tmp_path
+    call_command("seed_demo", stdout=io.StringIO())
+    seed_class_policies()
+    passwords: dict[str, str] = json.loads((tmp_path / "demo_passwords.json").read_text())
+    return passwords

@@ -259,7 +259,8 @@ class ClaimInputSerializer(StrictSerializer):
         required=False,
         allow_null=True,
         default=None,
-        help_text="How long to hold the claim; the quota's longest lease when omitted.",
+        help_text="How long to hold the claim. Omitted: the longest lease that needs no "
+        "approval where the quota sends longer leases to approval, else the quota's longest.",
     )
     mode = serializers.ChoiceField(
         choices=AllocationMode.choices,
@@ -468,6 +469,28 @@ class FitReportSerializer(serializers.Serializer):
         return [explanation.to_json() for explanation in report.placement.explanations]
 
 
+class RenewalSerializer(serializers.Serializer):
+    """A renewal of the lease waiting for approval (``ClaimRequest.renewal_*``)."""
+
+    state = serializers.SerializerMethodField(help_text="Always pending_approval.")
+    lease = LeaseField(
+        source="renewal_lease", read_only=True, help_text="The lease asked, from its approval."
+    )
+    approval_reasons = serializers.ListField(
+        source="renewal_reasons", child=serializers.CharField(), read_only=True
+    )
+    requested_by = serializers.SerializerMethodField(help_text="Who asked for the renewal.")
+    requested_at = serializers.DateTimeField(source="renewal_requested_at", read_only=True)
+
+    def get_state(self, request: ClaimRequest) -> str:
+        return str(ClaimRequest.State.PENDING_APPROVAL)
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_requested_by(self, request: ClaimRequest) -> str | None:
+        asker = request.renewal_requested_by
+        return asker.get_username() if asker is not None else None
+
+
 class ClaimRequestSerializer(serializers.ModelSerializer):
     """A claim request, with what the mirror shows of its claim (``devices``, ``consumers``)."""
 
@@ -494,6 +517,10 @@ class ClaimRequestSerializer(serializers.ModelSerializer):
         help_text="Who approved or denied it (null: nobody decided).",
     )
     decision_comment = serializers.CharField(read_only=True)
+    renewal = serializers.SerializerMethodField(
+        help_text="A renewal of the lease waiting for approval (null: none waits). The current "
+        "lease (`expires_at`) runs on until it is decided."
+    )
     devices = serializers.SerializerMethodField(
         help_text="The mirrored claim's allocation results (empty until mirrored)."
     )
@@ -528,6 +555,7 @@ class ClaimRequestSerializer(serializers.ModelSerializer):
             "decided_by",
             "decided_at",
             "decision_comment",
+            "renewal",
             "created_at",
             "applied_at",
             "ended_at",
@@ -543,6 +571,12 @@ class ClaimRequestSerializer(serializers.ModelSerializer):
     def _claim(self, claim_request: ClaimRequest) -> ResourceClaim | None:
         claims = self.context.get("claims") or {}
         return claims.get(claim_request.pk)
+
+    @extend_schema_field(RenewalSerializer(allow_null=True))
+    def get_renewal(self, claim_request: ClaimRequest) -> dict[str, Any] | None:
+        if not claim_request.has_pending_renewal:
+            return None
+        return dict(RenewalSerializer(claim_request).data)
 
     @extend_schema_field(AllocatedDeviceSerializer(many=True))
     def get_devices(self, claim_request: ClaimRequest) -> list[Any]:

@@ -478,8 +478,11 @@ class ClaimRequestViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     @extend_schema(
         summary="Release the claim",
+        description="Deletes the claim (`force`: portal admins, even while pods use it); a "
+        "request waiting for approval is withdrawn. Idempotent: a request that is releasing or "
+        "has ended is answered as it is (200). Refused (409 `conflict`) while pods use the claim.",
         request=ReleaseInputSerializer,
-        responses={200: ClaimRequestSerializer, 409: STATE_CONFLICT},
+        responses={200: ClaimRequestSerializer, 400: BAD_INPUT, 409: STATE_CONFLICT},
     )
     @action(detail=True, methods=["post"])
     def release(self, request: Request, pk: str) -> Response:
@@ -496,15 +499,30 @@ class ClaimRequestViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     @extend_schema(
         summary="Renew the lease from now",
+        description="The lease again from now (default: the request's own), within the "
+        "quota's maximum. A renewal the tenant's approval policy sends to approval (a lease over "
+        "the quota's `approve_above_lease`, or a tenant that approves everything) is answered "
+        "202 with `renewal.state: pending_approval` and `renewal.approval_reasons`: the current "
+        "lease (`expires_at`) runs on until a tenant admin or portal admin approves it "
+        "(`POST .../approve/`: the renewed lease starts then) or denies it. A later renewal "
+        "replaces one that waits.",
         request=RenewInputSerializer,
-        responses={200: ClaimRequestSerializer, 409: STATE_CONFLICT},
+        responses={
+            200: OpenApiResponse(ClaimRequestSerializer, description="Renewed."),
+            202: OpenApiResponse(
+                ClaimRequestSerializer,
+                description="The renewal waits for approval (`renewal` says what and why).",
+            ),
+            400: BAD_INPUT,
+            409: STATE_CONFLICT,
+        },
         examples=[OpenApiExample("A week from now", value={"lease": "P7D"}, request_only=True)],
     )
     @action(detail=True, methods=["post"])
     def renew(self, request: Request, pk: str) -> Response:
         # The gate first: another tenant's request is a 404 whatever the body.
         claim_request = get_request_for_user(request.user, pk, write=True)
-        return self._change(
+        answer = self._change(
             request,
             claim_request,
             RenewInputSerializer,
@@ -512,6 +530,9 @@ class ClaimRequestViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
                 user=request.user, request=claim_request, lease=body["lease"]
             ),
         )
+        if claim_request.has_pending_renewal:
+            answer.status_code = status.HTTP_202_ACCEPTED
+        return answer
 
     @extend_schema(
         summary="Would it fit? A dry run of a request",

@@ -1,7 +1,7 @@
 """A tenant's self-service request for devices, and its lifecycle.
 
 (pending approval →) submitted → allocating → applied → in use → released / expired / failed
-(or denied). The request's id is
+(or, while pending approval, denied or withdrawn). The request's id is
 written on the ResourceClaim as the label ``dra-portal.io/request-id``, so applying is
 idempotent (a retry finds the claim it made) and the mirror can tell the portal's claims apart.
 """
@@ -40,6 +40,14 @@ class ClaimRequestQuerySet(models.QuerySet["ClaimRequest"]):
     def active(self) -> ClaimRequestQuerySet:
         return self.filter(state__in=ClaimRequest.ACTIVE_STATES)
 
+    def awaiting_approval(self) -> ClaimRequestQuerySet:
+        """Waiting for a tenant admin or a portal admin: requests pending approval, and
+        active requests whose renewal waits for approval (the queue's items)."""
+        return self.filter(
+            models.Q(state=ClaimRequest.State.PENDING_APPROVAL)
+            | models.Q(renewal_requested_at__isnull=False)
+        )
+
     def in_flight(self) -> ClaimRequestQuerySet:
         """Accepted but not yet applied: the quota holds them until the mirror shows the claim."""
         return self.filter(state__in=[ClaimRequest.State.SUBMITTED, ClaimRequest.State.ALLOCATING])
@@ -57,6 +65,8 @@ class ClaimRequest(models.Model):
         EXPIRED = "expired", "Expired"
         FAILED = "failed", "Failed"
         DENIED = "denied", "Denied"
+        # Withdrawn by its requester (or a tenant admin) while it waited for approval.
+        WITHDRAWN = "withdrawn", "Withdrawn"
 
     class Sharing(models.TextChoices):
         CLAIM = "claim", "One claim, shared by the pods that reference it"
@@ -70,7 +80,7 @@ class ClaimRequest(models.Model):
         State.IN_USE,
         State.RELEASING,
     )
-    ENDED_STATES = (State.RELEASED, State.EXPIRED, State.FAILED, State.DENIED)
+    ENDED_STATES = (State.RELEASED, State.EXPIRED, State.FAILED, State.DENIED, State.WITHDRAWN)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="claim_requests")
@@ -117,6 +127,20 @@ class ClaimRequest(models.Model):
     )
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_comment = models.TextField(blank=True)
+    # A renewal waiting for approval (``claims.services.renew_request``): the lease it asks for
+    # (from its approval), why it waits, who asked and when. The current lease runs on until
+    # it is decided; approving it starts the new lease, denying it leaves the lease as it is.
+    # ``renewal_requested_at`` is None when no renewal waits.
+    renewal_lease = models.DurationField(null=True, blank=True)
+    renewal_reasons = models.JSONField(default=list, blank=True)
+    renewal_requested_at = models.DateTimeField(null=True, blank=True)
+    renewal_requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
     idempotency_key = models.CharField(max_length=200, blank=True)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -166,6 +190,23 @@ class ClaimRequest(models.Model):
     @property
     def is_active(self) -> bool:
         return self.state in self.ACTIVE_STATES
+
+    @property
+    def has_pending_renewal(self) -> bool:
+        return self.renewal_requested_at is not None
+
+    @property
+    def awaits_approval(self) -> bool:
+        """Waiting for a decision: the request itself, or a renewal of its lease."""
+        return self.state == self.State.PENDING_APPROVAL or self.has_pending_renewal
+
+    @property
+    def asked_by_id(self) -> Any:
+        """Who asked for what waits for a decision: the renewal's asker, else the requester
+        (nobody decides on what they asked for themselves, ``claims.approvals.may_decide``)."""
+        if self.has_pending_renewal:
+            return self.renewal_requested_by_id
+        return self.requested_by_id
 
     @property
     def is_template(self) -> bool:

@@ -17,6 +17,7 @@ class Event(models.TextChoices):
     CLAIM_IDLE = "claim_idle", "Claim idle"
     CLAIM_GONE = "claim_gone", "Claim gone from the cluster"
     CLAIM_MOVED = "claim_moved", "Claim moved by the cluster"
+    APPROVAL_WAITING = "approval_waiting", "Waiting for your approval"
 
     @property
     def description(self) -> str:
@@ -37,4 +38,7 @@ _DESCRIPTIONS = {
     "portal, or the cluster was replaced): its request ended and its quota is free.",
     Event.CLAIM_MOVED: "The cluster holds other devices for a claim of yours than the portal "
     "reserved (e.g. the kube-scheduler deallocated the reservation and allocated again).",
+    Event.APPROVAL_WAITING: "A claim request, or the renewal of a claim's lease, in a tenant you "
+    "administer waits for a decision (portal admins are told when the tenant has no other "
+    "admin to decide).",
 }

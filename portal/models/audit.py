@@ -43,6 +43,8 @@ class AuditEvent(models.Model):
         CLAIM_ACTIVE = "claim_active", "Claim no longer idle"
         CLAIM_RECLAIMED = "claim_reclaimed", "Idle claim reclaimed"
         CLAIM_RECLAIM_SKIPPED = "claim_reclaim_skipped", "Idle claim kept: a pod reserves it"
+        RENEWAL_REQUESTED = "renewal_requested", "Lease renewal waits for approval"
+        RENEWAL_EXPIRED = "renewal_expired", "Lease renewal not decided in time"
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(

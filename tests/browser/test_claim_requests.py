@@ -78,8 +78,16 @@ def test_bob_requests_two_h100s_on_one_numa_node_and_releases_them(
     page.screenshot(path=artifacts_dir / "claims-my-claims.png", full_page=True)
 
     page.goto(detail_url)
-    page.click("[data-testid=release]")
+    page.click("[data-testid=release]")  # asks first, in place, saying what goes back
+    confirm = page.locator("[data-testid=release-confirm]")
+    confirm.wait_for()
+    assert "Freed: 2 devices on dgx-h100-" in confirm.inner_text()
+    claim_request.refresh_from_db()
+    assert claim_request.state == ClaimRequest.State.APPLIED
+    page.screenshot(path=artifacts_dir / "claims-release-confirm.png", full_page=True)
+    page.click("[data-testid=confirm-release]")
     page.wait_for_url(detail_url)
+    page.wait_for_selector("[data-testid=request-state]")
     claim_request.refresh_from_db()
     assert claim_request.state in (ClaimRequest.State.RELEASING, ClaimRequest.State.RELEASED)
     page.screenshot(path=artifacts_dir / "claims-request-released.png", full_page=True)

@@ -250,14 +250,17 @@ def test_the_request_page_shows_the_decision_and_the_timeline_has_it(client_as, 
     assert "denied: “not now”" in content  # the timeline
 
 
-def test_the_owner_withdraws_a_pending_request(client_as, bob, team_a):
+def test_the_owner_withdraws_a_pending_request_and_it_reads_withdrawn(client_as, bob, team_a):
     pending = make_pending(bob, team_a)
     response = client_as(bob).post(
-        reverse("claimrequest-release", kwargs={"pk": pending.pk}), follow=True
+        reverse("claimrequest-release", kwargs={"pk": pending.pk}), {"confirm": "yes"}, follow=True
     )
-    assert "Withdrew gpu-test1/big-run." in response.content.decode()
+    content = response.content.decode()
+    assert "Withdrew gpu-test1/big-run." in content
     pending.refresh_from_db()
-    assert pending.state == State.RELEASED
+    assert pending.state == State.WITHDRAWN
+    assert 'data-state="withdrawn">Withdrawn</span>' in content
+    assert "Released" not in content
 
 
 # --- the New claim form --------------------------------------------------------------------------

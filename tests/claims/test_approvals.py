@@ -90,23 +90,23 @@ def test_a_lease_longer_than_the_threshold_waits(inventory, bob, team_a):
     assert request.approval_reasons == ["A lease of 3d: leases longer than 1d need approval."]
 
 
-def test_no_lease_at_all_crosses_a_lease_threshold_when_the_quota_has_no_maximum(
-    inventory, bob, team_a
-):
+def test_asking_for_no_lease_gets_the_longest_lease_that_needs_no_approval(inventory, bob, team_a):
+    policy(team_a, approve_above_lease=timedelta(days=3), max_lease=timedelta(days=7))
+    request = submit(bob)
+    assert request.lease == timedelta(days=3)
+    assert request.state == State.SUBMITTED
+    assert request.approval_reasons == []
+
+
+def test_without_a_lease_maximum_no_lease_gets_the_approval_threshold(inventory, bob, team_a):
     policy(team_a, approve_above_lease=timedelta(days=1))
     request = submit(bob)
-    assert request.approval_reasons == [
-        "No lease (held until released): leases longer than 1d need approval."
-    ]
+    assert (request.lease, request.state) == (timedelta(days=1), State.SUBMITTED)
 
 
-def test_asking_for_no_lease_gets_the_quota_maximum_which_is_judged_like_any_lease(
-    inventory, bob, team_a
-):
-    policy(team_a, approve_above_lease=timedelta(days=1), max_lease=timedelta(days=7))
-    request = submit(bob)
-    assert request.lease == timedelta(days=7)
-    assert request.approval_reasons == ["A lease of 7d: leases longer than 1d need approval."]
+def test_asking_for_no_lease_without_a_lease_rule_gets_the_quota_maximum(inventory, bob, team_a):
+    policy(team_a, max_lease=timedelta(days=7))
+    assert submit(bob).lease == timedelta(days=7)
 
 
 def test_every_rule_crossed_gives_its_own_line(inventory, bob, team_a):
@@ -302,7 +302,7 @@ def test_a_portal_admin_may_approve_his_own_request(inventory, root, team_a):
 def test_the_requester_withdraws_a_pending_request_without_touching_the_cluster(pending, bob):
     release_request(user=bob, request=pending)
     pending.refresh_from_db()
-    assert pending.state == State.RELEASED
+    assert pending.state == State.WITHDRAWN
     assert pending.reason == "withdrawn before approval"
 
 

@@ -272,7 +272,9 @@ def test_a_reservation_not_yet_mirrored_links_the_devices_the_portal_wrote(clien
 
 def test_the_owner_releases_the_request(client_as, bob, team_a):
     claim_request = make_request(bob, team_a)
-    response = client_as(bob).post(reverse("claimrequest-release", args=[claim_request.pk]))
+    response = client_as(bob).post(
+        reverse("claimrequest-release", args=[claim_request.pk]), {"confirm": "yes"}
+    )
     assert response.status_code == 302
     claim_request.refresh_from_db()
     assert claim_request.state == ClaimRequest.State.RELEASING
@@ -280,14 +282,18 @@ def test_the_owner_releases_the_request(client_as, bob, team_a):
 
 def test_the_tenant_admin_may_release_a_members_request(client_as, alice, bob, team_a):
     claim_request = make_request(bob, team_a)
-    client_as(alice).post(reverse("claimrequest-release", args=[claim_request.pk]))
+    client_as(alice).post(
+        reverse("claimrequest-release", args=[claim_request.pk]), {"confirm": "yes"}
+    )
     claim_request.refresh_from_db()
     assert claim_request.state == ClaimRequest.State.RELEASING
 
 
 def test_a_member_may_not_release_a_teammates_request(client_as, alice, bob, team_a):
     claim_request = make_request(alice, team_a)
-    response = client_as(bob).post(reverse("claimrequest-release", args=[claim_request.pk]))
+    response = client_as(bob).post(
+        reverse("claimrequest-release", args=[claim_request.pk]), {"confirm": "yes"}
+    )
     assert response.status_code == 403
     claim_request.refresh_from_db()
     assert claim_request.state == ClaimRequest.State.APPLIED
@@ -296,16 +302,21 @@ def test_a_member_may_not_release_a_teammates_request(client_as, alice, bob, tea
 def test_another_tenant_cannot_release_or_renew(client_as, bob, carol, team_a, team_b):
     claim_request = make_request(bob, team_a)
     for name in ("claimrequest-release", "claimrequest-renew"):
-        response = client_as(carol).post(reverse(name, args=[claim_request.pk]), {"lease": "1d"})
+        response = client_as(carol).post(
+            reverse(name, args=[claim_request.pk]), {"lease": "1d", "confirm": "yes"}
+        )
         assert response.status_code == 404
     claim_request.refresh_from_db()
     assert claim_request.state == ClaimRequest.State.APPLIED
 
 
-def test_release_needs_a_post(client_as, bob, team_a):
+def test_release_by_get_only_asks_for_confirmation(client_as, bob, team_a):
     claim_request = make_request(bob, team_a)
     response = client_as(bob).get(reverse("claimrequest-release", args=[claim_request.pk]))
-    assert response.status_code == 405
+    assert response.status_code == 200
+    assert "Release this claim?" in response.content.decode()
+    claim_request.refresh_from_db()
+    assert claim_request.state == ClaimRequest.State.APPLIED
 
 
 def test_renewing_starts_the_lease_again(client_as, bob, team_a):

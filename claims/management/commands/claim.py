@@ -103,7 +103,10 @@ class Command(BaseCommand):
             help='JSON {"driver": ..., "parameters": {...}}; repeatable.',
         )
         submit.add_argument("--admin-access", action="store_true")
-        submit.add_argument("--lease", help="P7D, 7d, 12h, ... (the quota's longest if omitted).")
+        submit.add_argument(
+            "--lease",
+            help="P7D, 7d, 12h, ... (omitted: the longest needing no approval, else the quota's).",
+        )
         submit.add_argument("--mode", default="", help="scheduler or reservation (portal admins).")
         submit.add_argument("--idempotency-key", default="")
         self._json(submit)

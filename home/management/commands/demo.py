@@ -10,49 +10,31 @@ telemetry source (readings labelled *simulated* everywhere); then serves the por
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import threading
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AnonymousUser
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import close_old_connections
 
 from claims.idle import sweep_idle_claims
-from claims.models import AllocationMode, ClaimRequest, ClassPolicy
-from claims.services import save_class_policy, submit_request
-from claims.specs import ClaimInput, SpecErrors
+from claims.specs import SpecErrors
 from claims.utilisation import roll_up_usage
 from devices.models import Device, DeviceClass, TelemetrySource
 from devices.telemetry.ingest import backfill_simulated_history, ingest_source, prune, roll_up
+from home.demo_data import DEMO_CLASS_POLICIES, DEMO_PENDING, seed_class_policies, seed_governance
 from home.scheduler import start_simulated_scheduler
 from mirror.watchers import start_embedded_watchers
 from portal.celery import start_embedded_beat
-from portal.models import Tenant
-from portal.services.tenants import save_tenant
 
 logger = logging.getLogger(__name__)
 
 FIXTURES = Path(settings.BASE_DIR) / "devices" / "fixtures"
 # Namespaces and nodes first, so they keep their labels when the claims and slices arrive.
 FIXTURE_ORDER = ["namespaces.json", "nodes.json"]
-
-
-# A request beyond team-a's approval threshold (leases over 3 days): it waits for alice, and
-# fits the quota, so she can approve it.
-DEMO_PENDING = ClaimInput(
-    namespace="gpu-test1",
-    name="long-training",
-    device_class_name="gpu.nvidia.com",
-    count=3,
-    lease=dt.timedelta(days=5),
-)
-DEMO_PENDING_KEY = "demo-pending-approval"
 DEMO_TELEMETRY_SOURCE = "demo-simulated"
 
 # Beat entries the demo runs its own way: watchers are threads; telemetry, usage rollups and the
@@ -68,11 +50,6 @@ EMBEDDED_BEAT_SKIP = frozenset(
         "claims-sweep-idle",
     }
 )
-
-DEMO_CLASS_POLICIES = [
-    ("gpu.nvidia.com", AllocationMode.RESERVATION),
-    ("mig.nvidia.com", AllocationMode.SCHEDULER),
-]
 
 
 class Command(BaseCommand):
@@ -120,18 +97,13 @@ class Command(BaseCommand):
             stop.set()
 
     def _seed_class_policies(self) -> None:
-        """Both allocation modes in the demo: whole H100s are reserved by the portal for the
-        lease; MIG slices and the example driver's GPUs go to the (simulated) scheduler.
-        A policy an admin already set is kept."""
-        for device_class, mode in DEMO_CLASS_POLICIES:
-            if not ClassPolicy.objects.filter(device_class_name=device_class).exists():
-                save_class_policy(actor=AnonymousUser(), device_class_name=device_class, mode=mode)
+        seed_class_policies()
         modes = ", ".join(f"{name}: {mode}" for name, mode in DEMO_CLASS_POLICIES)
         self.stdout.write(f"Allocation modes by device class ({modes}); others: scheduler.")
 
     def _seed_governance(self, stop: threading.Event) -> None:
-        """Once the mirror holds the device classes: team-a's ResourceQuota backstop on, and
-        one request waiting for approval (bob's). Both are idempotent across restarts."""
+        """Once the mirror holds the device classes: ``home.demo_data.seed_governance``
+        (team-a's backstop, bob's request waiting for alice)."""
         for _ in range(120):
             if stop.is_set():
                 return
@@ -142,20 +114,15 @@ class Command(BaseCommand):
             logger.warning("The demo's device classes never arrived; nothing pending is seeded.")
             return
         try:
-            team_a = Tenant.objects.get(slug="team-a")
-            if not team_a.resource_quota_backstop:
-                save_tenant(actor=None, tenant=team_a, resource_quota_backstop=True)
-            bob = get_user_model().objects.get(username="bob")
-            if not ClaimRequest.objects.filter(idempotency_key=DEMO_PENDING_KEY).exists():
-                request = submit_request(
-                    user=bob, claim=DEMO_PENDING, idempotency_key=DEMO_PENDING_KEY
-                )
-                self.stdout.write(
-                    f"Bob asked for 3 H100s for 5 days: {request.get_state_display().lower()} "
-                    "(sign in as alice and open Approvals)."
-                )
+            request = seed_governance()
         except SpecErrors as error:
             logger.warning("The demo's pending request was refused: %s", error.errors)
+            return
+        if request is not None:
+            self.stdout.write(
+                f"Bob asked for 3 H100s for 5 days: {request.get_state_display().lower()} "
+                "(sign in as alice and open Approvals)."
+            )
 
     def _simulate_telemetry(self, stop: threading.Event) -> None:
         """No GPU in the demo: a simulated telemetry source (every page labels its readings

@@ -35,8 +35,10 @@ TENANTS: list[dict[str, Any]] = [
         "slug": "team-a",
         "description": "Training team: full H100s and MIG slices.",
         "namespaces": ["gpu-test1", "gpu-test3", "gpu-test4", "gpu-memory"],
+        # The demo cluster's claims in these namespaces already hold 5 GPUs in 5 claims: room
+        # for the README's journey (bob tries a claim, alice approves his 3 H100s) and more.
         "quotas": [
-            ("gpu.nvidia.com", 8, 640 * GIB, 6, dt.timedelta(days=7)),
+            ("gpu.nvidia.com", 12, 960 * GIB, 10, dt.timedelta(days=7)),
             ("mig.nvidia.com", 16, 160 * GIB, 8, dt.timedelta(days=3)),
         ],
         # Whole H100s: more than 4 at once, or for longer than 3 days, or over the quota, wait
