@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from dra.allocator.availability import Availability, usage_availability
 from dra.allocator.grouping import grouping_key_reader
 from dra.allocator.pools import Inventory, device_matches_node
 from dra.allocator.search import (
@@ -90,6 +91,8 @@ class Cluster:
     _suspicious_nodes: dict[str, bool] = field(default_factory=dict)
     _uids_by_key: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
     _busy: set[int] = field(default_factory=set)
+    # Availability of each device by uid, per pool; dropped when the pool's usage changes.
+    _availability: dict[tuple[str, str], dict[int, Availability]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.nodes = sorted(self.nodes, key=lambda node: node.name)
@@ -114,6 +117,7 @@ class Cluster:
             for result in allocation.results:
                 if result.admin_access:
                     continue
+                self._availability.pop(result.candidate.key[:2], None)
                 if result.share_id is not None:
                     totals = self.allocated.consumed.setdefault(result.candidate.key, {})
                     for name, amount in (result.consumed_capacity or {}).items():
@@ -135,6 +139,8 @@ class Cluster:
         pools = set(pools)
         if not pools:
             return
+        for pool in pools:
+            self._availability.pop(pool, None)
         in_use = self.allocated.in_use
         for key in [key for key in in_use if (key[0], key[1]) in pools]:
             in_use.discard(key)
@@ -166,6 +172,33 @@ class Cluster:
         if matches.free is None:
             matches.free = matches.passing - self._busy
         return matches.free
+
+    def availability(self, uids: Iterable[int]) -> dict[int, Availability]:
+        """What a request for exactly each device (by uid) meets now: the state and reason of
+        :mod:`dra.allocator.availability` under this cluster's usage, the answer the portal's
+        pages show. ``free_matching`` is coarser (not in use: blocked and tainted devices
+        pass it, as a request may tolerate the taint). Kept per pool until its usage changes."""
+        devices = self.inventory.devices
+        found: dict[int, Availability] = {}
+        for uid in uids:
+            resource_slice = devices[uid][0]
+            pool = (resource_slice.driver, resource_slice.pool_name)
+            states = self._availability.get(pool)
+            if states is None:
+                states = self._pool_availability(pool)
+            found[uid] = states[uid]
+        return found
+
+    def _pool_availability(self, pool: tuple[str, str]) -> dict[int, Availability]:
+        slices = self.inventory.by_pool.get(pool, [])
+        answers = usage_availability(slices, self.allocated, self.features)
+        states = {
+            device.uid: answers[(resource_slice.name, device.name)]
+            for resource_slice in slices
+            for device in resource_slice.devices
+        }
+        self._availability[pool] = states
+        return states
 
     def request_matches(
         self, device_class: DeviceClass | None, request: ExactRequest
