@@ -30,7 +30,14 @@ from dra.model import AllocatedDevice, CounterSet, Device, ExactRequest, Resourc
 from dra.quantity import Quantity
 from dra.usage import AllocatedState, available_counters, consumption_of, counter_shortfall
 
-__all__ = ["Availability", "Holding", "State", "device_availability", "usage_availability"]
+__all__ = [
+    "Availability",
+    "Holding",
+    "State",
+    "counters_blocking",
+    "device_availability",
+    "usage_availability",
+]
 
 # A request for one device with nothing but the defaults.
 _DEFAULT_REQUEST = ExactRequest(
@@ -179,7 +186,7 @@ def _device_availability(
     if device.consumes_counters:
         if not features.partitionable_devices:
             return Availability(State.BLOCKED, "partitionable devices are not enabled")
-        blocked_by = _counters_blocking(pool, resource_slice, device, allocated)
+        blocked_by = counters_blocking(pool, resource_slice, device, allocated)
         if blocked_by is not None:
             return Availability(State.BLOCKED, blocked_by)
     consumed = allocated.consumed.get(key)
@@ -227,10 +234,11 @@ def _shares_reason(device: Device, consumed: dict[str, Fraction], shares: int) -
     return f"{head}: {', '.join(used)}" if used else head
 
 
-def _counters_blocking(
+def counters_blocking(
     pool: Pool, resource_slice: ResourceSlice, device: Device, allocated: AllocatedState
 ) -> str | None:
-    """Why the device's counters do not fit, naming the allocated devices that took them."""
+    """Why the device's counters do not fit, naming the allocated devices that took them;
+    None when they fit."""
     sets: Sequence[CounterSet]
     if pool.counter_sets is None:  # 1.34: counter sets live in the device's own slice
         sets, scope = resource_slice.shared_counters, [resource_slice]
