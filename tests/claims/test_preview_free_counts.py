@@ -14,6 +14,7 @@ from claims.preview import preview
 from claims.specs import ClaimInput
 from devices.models import Device, DeviceClass, DeviceState
 from mirror.cluster import Kind
+from tests.devices.cluster_data import allocated_claim
 
 THREE_G = 'device.attributes["gpu.nvidia.com"].profile == "3g.20gb"'
 ONE_G_ME = 'device.attributes["gpu.nvidia.com"].profile == "1g.5gb+me"'
@@ -41,46 +42,16 @@ def claim(device_class: str, *selectors: str) -> ClaimInput:
 
 def hold_whole_a100s(cluster, resync, *gpus: str) -> None:
     """A claim holding whole GPUs of dgx-a100-01, as the approved README request did."""
-    created = cluster.create(
-        Kind.RESOURCE_CLAIMS,
-        {
-            "metadata": {"name": "three-a100s", "namespace": "gpu-test1"},
-            "spec": {
-                "devices": {
-                    "requests": [
-                        {
-                            "name": "gpus",
-                            "exactly": {"deviceClassName": "gpu.nvidia.com", "count": len(gpus)},
-                        }
-                    ]
-                }
-            },
-        },
-    )
-    created["status"] = {
-        "allocation": {
-            "devices": {
-                "results": [
-                    {
-                        "request": "gpus",
-                        "driver": "gpu.nvidia.com",
-                        "pool": "dgx-a100-01",
-                        "device": gpu,
-                    }
-                    for gpu in gpus
-                ]
-            },
-            "nodeSelector": {
-                "nodeSelectorTerms": [
-                    {
-                        "matchFields": [
-                            {"key": "metadata.name", "operator": "In", "values": ["dgx-a100-01"]}
-                        ]
-                    }
-                ]
-            },
-        }
-    }
+    requests = [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]
+    requests[0]["exactly"]["count"] = len(gpus)
+    results = [
+        {"request": "gpus", "driver": "gpu.nvidia.com", "pool": "dgx-a100-01", "device": gpu}
+        for gpu in gpus
+    ]
+    claim = allocated_claim("three-a100s", "gpu-test1", "dgx-a100-01", requests, results)
+    status = claim.pop("status")
+    created = cluster.create(Kind.RESOURCE_CLAIMS, claim)
+    created["status"] = status
     cluster.replace_status(Kind.RESOURCE_CLAIMS, created)
     resync()
 

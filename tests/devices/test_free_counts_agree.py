@@ -34,6 +34,7 @@ from dra.model import parse_allocated_results, parse_claim, parse_slice
 from mirror.classes import refresh_class_matches
 from mirror.cluster import Cluster, ClusterConfig, Kind
 from tests.conftest import _resync
+from tests.devices.cluster_data import allocated_claim
 from tests.mirror.conftest import fixture_objects
 
 DRIVER = "gpu.example.com"
@@ -193,26 +194,8 @@ def _claim(index: int, node: str, device: dict[str, Any], rng: random.Random) ->
     elif rng.random() < 0.15:
         result["adminAccess"] = True
         exactly["adminAccess"] = True
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": f"held-{index}", "namespace": "gpu-test1"},
-        "spec": {"devices": {"requests": [{"name": "r", "exactly": exactly}]}},
-        "status": {
-            "allocation": {
-                "devices": {"results": [result]},
-                "nodeSelector": {
-                    "nodeSelectorTerms": [
-                        {
-                            "matchFields": [
-                                {"key": "metadata.name", "operator": "In", "values": [node]}
-                            ]
-                        }
-                    ]
-                },
-            }
-        },
-    }
+    requests = [{"name": "r", "exactly": exactly}]
+    return allocated_claim(f"held-{index}", "gpu-test1", node, requests, [result])
 
 
 def tagged(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
