@@ -42,8 +42,8 @@ def claim(device_class: str, *selectors: str) -> ClaimInput:
 
 def hold_whole_a100s(cluster, resync, *gpus: str) -> None:
     """A claim holding whole GPUs of dgx-a100-01, as the approved README request did."""
-    requests = [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]
-    requests[0]["exactly"]["count"] = len(gpus)
+    exactly = {"deviceClassName": "gpu.nvidia.com", "count": len(gpus)}
+    requests = [{"name": "gpus", "exactly": exactly}]
     results = [
         {"request": "gpus", "driver": "gpu.nvidia.com", "pool": "dgx-a100-01", "device": gpu}
         for gpu in gpus
