@@ -4,7 +4,10 @@ inventory as the user types (advice only; ``submit_request`` decides).
 The checks, the quota verdict and "would it fit now?" are the API's dry run
 (``claims.fit.would_it_fit``, itself ``claims.services.prepare`` plus ``index().place``), so the
 preview, the dry run and the submission never disagree about what is wrong; the counts per node
-come from the warm index (one CEL evaluation per device shape, kept). Nothing is recorded.
+come from the warm index (one CEL evaluation per device shape, kept). A device counts as free
+when its availability (``dra.allocator.availability``) is free, as on every page; where free
+devices share counters, how many of them fit together is the fragmentation advisor's count
+(``claims.fragmentation_reads.fits_together``). Nothing is recorded.
 """
 
 from __future__ import annotations
