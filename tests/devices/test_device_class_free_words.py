@@ -12,7 +12,7 @@ pytestmark = pytest.mark.django_db
 
 def summary(client, name: str) -> str:
     html = client.get(f"/device-classes/{name}/").content.decode()
-    found = re.search(r'data-testid="matching-devices".*?</dd>', html, re.S)
+    found = re.search(r'data-testid="matching-devices".*?</section>', html, re.S)
     assert found is not None
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", found[0]))
 
