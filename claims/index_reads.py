@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from dra.allocator import Cluster
-from dra.allocator.availability import State
 from dra.model import ExactRequest
 
 __all__ = ["IndexReads", "NodeCounts"]
@@ -77,17 +76,13 @@ class IndexReads:
             devices = self.cluster.inventory.devices
             return [devices[uid] for uid in sorted(passing)], self._free(passing), set(errors)
 
-    def _free(self, uids: Iterable[int]) -> set[int]:
+    def _free(self, uids: set[int]) -> set[int]:
         """Of ``uids``, the devices whose availability is free: ``dra.allocator.availability``
         on the index's usage, the state the device pages show (the mirror computes theirs with
         the same function from the same claims). Reservations in flight count here before the
         mirror shows them. Call under the lock."""
         assert self.cluster is not None
-        return {
-            uid
-            for uid, found in self.cluster.availability(uids).items()
-            if found.state is State.FREE
-        }
+        return uids - self.cluster.not_free()
 
     def class_published(self, device_class: str) -> set[str]:
         """Qualified attribute names the devices of a class publish."""
