@@ -8,9 +8,9 @@ admin access) goes into the API emulator and through the mirror as the watchers 
 The expected answer is ``dra.allocator.availability`` on the objects as the cluster serves
 them. Then, through HTTP: the dashboard, the device class list and pages, the device list, the
 node list, pages and topology, the API's nodes, devices and device classes, the New claim
-preview and the fragmentation advisor. Last, every device is asked for alone (a claim naming it
-by a unique attribute) from the portal's warm allocation index: the free and shared ones are
-granted, the others are not.
+preview and the fragmentation advisor. Last, every device (on the demo cluster, a sample of each
+state) is asked for alone, by a claim naming it by a unique attribute, from the portal's warm
+allocation index: the free and shared ones are granted, the others are not.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import random
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
@@ -477,33 +478,31 @@ def mirrored(db, settings, team_a):
     watchers bring them in); returns the emulator, the objects it serves by kind, and a resync."""
     settings.CLAIMS_PREVIEW_FIT_BUDGET_MS = 600_000
     settings.FRAGMENTATION_BUDGET_MS = 600_000
-    stack: list[Any] = []
+    with ExitStack() as stack:
 
-    def start(objects: list[dict[str, Any]]):
-        emulator = Emulator(port=0).__enter__()
-        stack.append(emulator)
-        emulator.load(tagged(objects))
-        settings.KUBE_API_SERVER = emulator.url
-        settings.KUBECONFIG = ""
-        cluster = Cluster(ClusterConfig(server=emulator.url, read_timeout=5)).__enter__()
-        stack.append(cluster)
+        def start(objects: list[dict[str, Any]]):
+            emulator = stack.enter_context(Emulator(port=0))
+            emulator.load(tagged(objects))
+            settings.KUBE_API_SERVER = emulator.url
+            settings.KUBECONFIG = ""
+            cluster = stack.enter_context(
+                Cluster(ClusterConfig(server=emulator.url, read_timeout=5))
+            )
 
-        def resync() -> None:
-            _resync(cluster)
-            refresh_class_matches()  # what the watchers schedule after slices and classes change
+            def resync() -> None:
+                _resync(cluster)
+                refresh_class_matches()  # what the watchers schedule after slices/classes change
 
-        resync()
+            resync()
+            reset_index()
+            listed = {
+                kind: cluster.list_all(kind)[0]
+                for kind in (Kind.RESOURCE_SLICES, Kind.RESOURCE_CLAIMS, Kind.DEVICE_CLASSES)
+            }
+            return emulator, listed, resync
+
+        yield start
         reset_index()
-        listed = {
-            kind: cluster.list_all(kind)[0]
-            for kind in (Kind.RESOURCE_SLICES, Kind.RESOURCE_CLAIMS, Kind.DEVICE_CLASSES)
-        }
-        return emulator, listed, resync
-
-    yield start
-    reset_index()
-    for item in reversed(stack):
-        item.__exit__(None, None, None)
 
 
 def test_on_the_demo_cluster_every_free_count_is_availabilitys(mirrored, client_as, api_as, bob):
