@@ -209,6 +209,8 @@ class _KeptFits:
 
 _FITS: OrderedDict[tuple[str, tuple[str, ...]], _KeptFits] = OrderedDict()
 FITS_KEPT = 64  # requests (class and selectors) whose answers are kept
+# Its own lock: a preview does not wait for the advisor's page (seconds) to finish.
+_FITS_LOCK = threading.Lock()
 
 
 def fits_together(
@@ -231,7 +233,7 @@ def fits_together(
     shape = Shape(device_class, ShapeKind.WHOLE, "one device", selectors=selectors)
     wanted = sorted(set(nodes))
     answer = FitsTogether()
-    with _LOCK:
+    with _FITS_LOCK:
         current = index()
         with current.lock:
             current.catch_up(force=False)
