@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -29,6 +30,9 @@ from claims.fragmentation import (
     ClusterAdvice,
     NodeAdvice,
     Probe,
+    Shape,
+    ShapeFit,
+    ShapeKind,
     advisable,
     scratch_copy,
     summarise,
@@ -37,7 +41,7 @@ from claims.index import AllocationIndex, index
 from devices.models import Device, Node
 from dra.allocator import DEFAULT_TIMEOUT_SECONDS, Cluster
 
-__all__ = ["cluster_advice", "is_known_node", "node_advice"]
+__all__ = ["FitsTogether", "cluster_advice", "fits_together", "is_known_node", "node_advice"]
 
 NodeState = tuple[Any, ...]
 
@@ -86,10 +90,14 @@ def _kept(current: AllocationIndex, cluster: Cluster) -> _Kept:
 
 
 def _states(
-    current: AllocationIndex, cluster: Cluster, found: Advisable, nodes: list[str]
+    current: AllocationIndex,
+    cluster: Cluster,
+    pools_of: Mapping[str, Iterable[tuple[str, str]]],
+    nodes: list[str],
 ) -> dict[str, NodeState]:
-    """Per node, what its answer depends on besides the shapes tried: its pools' slices, what
-    is in use in them (whole devices and shares) and its labels."""
+    """Per node, what its answer depends on besides the shapes tried: its pools' slices
+    (``pools_of`` the node), what is in use in them (whole devices and shares) and its
+    labels."""
     in_use: dict[tuple[str, str], list[str]] = defaultdict(list)
     for driver, pool, device in cluster.allocated.in_use:
         in_use[(driver, pool)].append(device)
@@ -101,7 +109,7 @@ def _states(
     labels = {node.name: tuple(sorted(node.labels.items())) for node in cluster.nodes}
     states = {}
     for node in nodes:
-        pools = sorted(found.pools.get(node, ()))
+        pools = sorted(pools_of.get(node, ()))
         states[node] = (
             tuple((pool, tuple(sorted(in_use.get(pool, ())))) for pool in pools),
             tuple((pool, tuple(sorted(consumed.get(pool, ())))) for pool in pools),
@@ -120,7 +128,7 @@ def _prepare(nodes: list[str] | None) -> tuple[_Kept, Probe | None, dict[str, No
         assert current.cluster is not None
         kept = _kept(current, current.cluster)
         wanted = kept.found.nodes if nodes is None else nodes
-        states = _states(current, current.cluster, kept.found, wanted)
+        states = _states(current, current.cluster, kept.found.pools, wanted)
         stale = [node for node in wanted if (kept.nodes.get(node) or (None,))[0] != states[node]]
         probe = Probe(scratch_copy(current.cluster), DEFAULT_TIMEOUT_SECONDS) if stale else None
         return kept, probe, states, current.version
@@ -170,3 +178,96 @@ def is_known_node(name: str) -> bool:
     """A node the portal knows: a mirrored Node, or one drivers publish devices for (as the
     node pages count them)."""
     return Node.objects.filter(name=name).exists() or Device.objects.on_node(name).exists()
+
+
+# --- how many devices of a request fit together (the claim preview) ---------------------------
+
+
+@dataclass(slots=True)
+class FitsTogether:
+    """Per node, how many devices of one class and selectors it gives out together; the nodes
+    not asked about yet (the budget ran out) are ``pending``."""
+
+    nodes: dict[str, ShapeFit] = field(default_factory=dict)
+    pending: list[str] = field(default_factory=list)
+
+    @property
+    def fits(self) -> int:
+        return sum(fit.fits for fit in self.nodes.values())
+
+    @property
+    def capped(self) -> bool:
+        return any(fit.capped for fit in self.nodes.values())
+
+
+@dataclass(slots=True)
+class _KeptFits:
+    owner: AllocationIndex
+    class_selectors: Any  # the class's own selectors when the answers were found
+    nodes: dict[str, tuple[NodeState, ShapeFit]] = field(default_factory=dict)
+
+
+_FITS: OrderedDict[tuple[str, tuple[str, ...]], _KeptFits] = OrderedDict()
+FITS_KEPT = 64  # requests (class and selectors) whose answers are kept
+# Its own lock: a preview does not wait for the advisor's page (seconds) to finish.
+_FITS_LOCK = threading.Lock()
+
+
+def fits_together(
+    device_class: str,
+    selectors: Iterable[str],
+    nodes: Iterable[str],
+    *,
+    budget: float | None = None,
+) -> FitsTogether:
+    """How many devices of ``device_class`` passing ``selectors`` each of ``nodes`` gives out
+    together: a claim for one of them allocated on the node and committed, again and again
+    until it fails (:meth:`Probe.count`, how the advisor counts a MIG profile). Where devices
+    share counters (MIG partitions and the GPUs they are carved from) that can be fewer than
+    the free ones. Each node's answer is kept with the state it was found in, as the
+    advisor's are; nodes still out of date after ``budget`` seconds (default: the
+    ``CLAIMS_PREVIEW_FIT_BUDGET_MS`` setting) are ``pending``."""
+    if budget is None:
+        budget = settings.CLAIMS_PREVIEW_FIT_BUDGET_MS / 1000
+    selectors = tuple(selectors)
+    shape = Shape(device_class, ShapeKind.WHOLE, "one device", selectors=selectors)
+    wanted = sorted(set(nodes))
+    answer = FitsTogether()
+    with _FITS_LOCK:
+        current = index()
+        with current.lock:
+            current.catch_up(force=False)
+            cluster = current.cluster
+            assert cluster is not None
+            found_class = cluster.classes.get(device_class)
+            class_selectors = None if found_class is None else found_class.selectors
+            key = (device_class, selectors)
+            kept = _FITS.get(key)
+            if kept is None or kept.owner is not current or kept.class_selectors != class_selectors:
+                kept = _KeptFits(current, class_selectors)
+            _FITS[key] = kept
+            _FITS.move_to_end(key)
+            while len(_FITS) > FITS_KEPT:
+                _FITS.popitem(last=False)
+            known = {node.name for node in cluster.nodes}
+            wanted = [node for node in wanted if node in known]
+            pools = {
+                node: {(s.driver, s.pool_name) for s in cluster.inventory.slices_for_node(node)}
+                for node in wanted
+            }
+            states = _states(current, cluster, pools, wanted)
+            stale = {
+                node for node in wanted if (kept.nodes.get(node) or (None,))[0] != states[node]
+            }
+            probe = Probe(scratch_copy(cluster), DEFAULT_TIMEOUT_SECONDS) if stale else None
+        started = time.perf_counter()
+        for node in wanted:
+            if node not in stale:
+                answer.nodes[node] = kept.nodes[node][1]
+            elif probe is not None and time.perf_counter() - started < budget:
+                fit = probe.count(shape, node, {})
+                kept.nodes[node] = (states[node], fit)
+                answer.nodes[node] = fit
+            else:
+                answer.pending.append(node)
+    return answer

@@ -13,12 +13,27 @@ import heapq
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from dra.allocator import Cluster
 from dra.model import ExactRequest
 
-__all__ = ["IndexReads"]
+__all__ = ["IndexReads", "NodeCounts"]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCounts:
+    """What :meth:`IndexReads.node_counts` answers. ``sharing_counters``: the nodes where
+    some free matching device consumes shared counters (MIG partitions, and GPUs that can be
+    partitioned), with how many matching devices are free there: on those nodes the free
+    devices may not all fit together (``claims.fragmentation_reads.fits_together`` says how
+    many do)."""
+
+    matched: int
+    free: int
+    nodes: list[tuple[str, int, int]]  # (node, matching, free), the top nodes
+    sharing_counters: dict[str, int]
 
 
 class IndexReads:
@@ -58,9 +73,16 @@ class IndexReads:
             assert self.cluster is not None
             cls = self.cluster.classes.get(device_class)
             passing, errors = self.cluster.request_matches(cls, request)
-            free = self.cluster.free_matching(cls, request)
             devices = self.cluster.inventory.devices
-            return [devices[uid] for uid in sorted(passing)], set(free), set(errors)
+            return [devices[uid] for uid in sorted(passing)], self._free(passing), set(errors)
+
+    def _free(self, uids: set[int]) -> set[int]:
+        """Of ``uids``, the devices whose availability is free: ``dra.allocator.availability``
+        on the index's usage, the state the device pages show (the mirror computes theirs with
+        the same function from the same claims). Reservations in flight count here before the
+        mirror shows them. Call under the lock."""
+        assert self.cluster is not None
+        return uids - self.cluster.not_free()
 
     def class_published(self, device_class: str) -> set[str]:
         """Qualified attribute names the devices of a class publish."""
@@ -84,18 +106,17 @@ class IndexReads:
             self._published_by_class[device_class] = published
             return set(published)
 
-    def node_counts(
-        self, device_class: str, request: ExactRequest, top: int = 5
-    ) -> tuple[int, int, list[tuple[str, int, int]]]:
-        """(devices the class and the request's selectors match, how many are free, the
-        ``top`` nodes by free then matching devices as (node, matching, free)) — for the
-        preview; the per-node matching counts are kept until the inventory changes."""
+    def node_counts(self, device_class: str, request: ExactRequest, top: int = 5) -> NodeCounts:
+        """How many devices the class and the request's selectors match and how many of them
+        are free (their availability, as every page counts them), in all and on the ``top``
+        nodes by free then matching devices — for the preview; the per-node matching counts
+        are kept until the inventory changes."""
         with self.lock:
             self.catch_up(force=False)
             assert self.cluster is not None
             cls = self.cluster.classes.get(device_class)
             passing, _ = self.cluster.request_matches(cls, request)
-            free = self.cluster.free_matching(cls, request)
+            free = self._free(passing)
             if len(self._node_of_uid) != len(self.cluster.inventory.devices):
                 self._node_of_uid = [
                     resource_slice.node_name or device.node_name or "(shared by several nodes)"
@@ -113,10 +134,18 @@ class IndexReads:
                 matching,
                 key=lambda node: (-free_by_node.get(node, 0), -matching[node], node),
             )
-            return (
+            devices = self.cluster.inventory.devices
+            sharing = {
+                node_of[uid]
+                for uid in free
+                if devices[uid][1].consumes_counters
+                and (devices[uid][0].node_name or devices[uid][1].node_name)
+            }
+            return NodeCounts(
                 len(passing),
                 len(free),
                 [(node, matching[node], free_by_node.get(node, 0)) for node in ranked],
+                {node: free_by_node[node] for node in sorted(sharing)},
             )
 
     def class_capacities(self, device_class: str) -> dict[str, Counter[str]]:

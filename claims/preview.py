@@ -4,7 +4,10 @@ inventory as the user types (advice only; ``submit_request`` decides).
 The checks, the quota verdict and "would it fit now?" are the API's dry run
 (``claims.fit.would_it_fit``, itself ``claims.services.prepare`` plus ``index().place``), so the
 preview, the dry run and the submission never disagree about what is wrong; the counts per node
-come from the warm index (one CEL evaluation per device shape, kept). Nothing is recorded.
+come from the warm index (one CEL evaluation per device shape, kept). A device counts as free
+when its availability (``dra.allocator.availability``) is free, as on every page; where free
+devices share counters, how many of them fit together is the fragmentation advisor's count
+(``claims.fragmentation_reads.fits_together``). Nothing is recorded.
 """
 
 from __future__ import annotations
@@ -17,13 +20,22 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from claims.fit import would_it_fit
+from claims.fragmentation_reads import fits_together
 from claims.index import index
 from claims.specs import PRESETS, ClaimInput, SpecErrors, resolve_preset
 from dra.cel import compile_selector
 from dra.quantity import QuantityError, parse_quantity
 from portal.durations import format_duration
 
-__all__ = ["STAGE_LABELS", "FunnelStage", "Preview", "preset_availability", "preview", "to_yaml"]
+__all__ = [
+    "STAGE_LABELS",
+    "FunnelStage",
+    "NodeRow",
+    "Preview",
+    "preset_availability",
+    "preview",
+    "to_yaml",
+]
 
 TOP_NODES = 5
 # The explanation funnel's stages (dra.allocator.explain.STAGES), in words.
@@ -31,8 +43,8 @@ STAGE_LABELS = {
     "visible": "reachable from the node",
     "class": "of the device class",
     "selectors": "matching the selectors",
-    "free": "free",
-    "capacity": "with enough capacity",
+    "free": "not held by a claim",
+    "capacity": "with counters and capacity left",
     "tolerated": "taints tolerated",
     "constraints": "meeting the constraints",
 }
@@ -44,6 +56,19 @@ class FunnelStage:
     label: str
     count: int
     is_blocking: bool
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRow:
+    """One node of the preview's table: devices matching, free (their availability, as every
+    page counts them) and how many of those fit together (as many as are free unless they
+    share counters; None: not counted yet)."""
+
+    node: str
+    matching: int
+    free: int
+    fit_together: int | None = None
+    capped: bool = False
 
 
 @dataclass(slots=True)
@@ -62,8 +87,13 @@ class Preview:
     errors: dict[str, list[str]] = field(default_factory=dict)
     device_class: str = ""
     matched: int | None = None  # devices of the class passing the selectors
-    free: int | None = None
-    nodes: list[tuple[str, int, int]] = field(default_factory=list)  # (node, matched, free)
+    free: int | None = None  # of those, the free ones (dra.allocator.availability)
+    # Where free devices share counters (MIG): how many of them the allocator gives out
+    # together, one after another (None: as many as are free, or nothing matched).
+    fit_together: int | None = None
+    fit_capped: bool = False  # a node stopped counting at MAX_FITS and may take more
+    fit_pending: int = 0  # nodes whose devices share counters, not counted yet (time budget)
+    nodes: list[NodeRow] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
     mode: str = ""
     held_devices: int = 0
@@ -82,6 +112,13 @@ class Preview:
     @property
     def is_valid(self) -> bool:
         return not self.errors
+
+    @property
+    def fit_differs(self) -> bool:
+        """Whether "how many fit together" is not "how many are free": the panel says both."""
+        return self.fit_together is not None and (
+            self.fit_together != self.free or bool(self.fit_pending)
+        )
 
 
 def to_yaml(document: Any) -> str:
@@ -225,6 +262,32 @@ def explain_spec(namespace: str, name: str, spec: dict[str, Any]) -> tuple[Any, 
     return placement, _explanations(placement)
 
 
+def _count(result: Preview, claim: ClaimInput, request: Any) -> None:
+    """Matching and free devices, in all and on the top nodes; where free devices share
+    counters, how many of them fit together (``claims.fragmentation_reads.fits_together``)."""
+    counts = index().node_counts(claim.device_class_name, request, TOP_NODES)
+    result.matched, result.free = counts.matched, counts.free
+    together = None
+    if counts.sharing_counters:
+        together = fits_together(claim.device_class_name, claim.selectors, counts.sharing_counters)
+        counted = together.nodes
+        result.fit_together = (
+            counts.free
+            - sum(counts.sharing_counters[node] for node in (*counted, *together.pending))
+            + together.fits
+        )
+        result.fit_capped = together.capped
+        result.fit_pending = len(together.pending)
+    for node, matching, free in counts.nodes:
+        fit = together.nodes.get(node) if together is not None else None
+        if fit is not None:
+            result.nodes.append(NodeRow(node, matching, free, fit.fits, fit.capped))
+        elif node in counts.sharing_counters:  # not counted yet
+            result.nodes.append(NodeRow(node, matching, free))
+        else:
+            result.nodes.append(NodeRow(node, matching, free, free))
+
+
 def preview(user: AbstractBaseUser | AnonymousUser, claim: ClaimInput) -> Preview:
     """See the module docstring."""
     result = Preview(device_class=claim.device_class_name)
@@ -235,9 +298,7 @@ def preview(user: AbstractBaseUser | AnonymousUser, claim: ClaimInput) -> Previe
         result.errors = error.errors
     request = _class_request(claim.device_class_name, claim.selectors)
     if request is not None:
-        result.matched, result.free, result.nodes = index().node_counts(
-            claim.device_class_name, request, TOP_NODES
-        )
+        _count(result, claim, request)
         result.hints = selector_hints(claim.device_class_name, claim.selectors)
     if report is None:
         return result

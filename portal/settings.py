@@ -272,6 +272,9 @@ CLAIMS_PREVIEW_USAGE_SECONDS = env_int("CLAIMS_PREVIEW_USAGE_SECONDS", 5)
 # How long (milliseconds) one request to the fragmentation advisor asks the allocator about nodes
 # whose answer is out of date; the rest are answered by later requests (docs/fragmentation.md).
 FRAGMENTATION_BUDGET_MS = env_int("FRAGMENTATION_BUDGET_MS", 5000)
+# How long (milliseconds) one claim preview asks the allocator how many of the matching devices
+# fit together, on nodes whose devices share counters (MIG); later previews finish the rest.
+CLAIMS_PREVIEW_FIT_BUDGET_MS = env_int("CLAIMS_PREVIEW_FIT_BUDGET_MS", 500)
 # How long a claim request may wait for approval before it expires (7d, 12h, P3D, ...).
 try:
     CLAIMS_APPROVAL_TIMEOUT = parse_duration(env_str("CLAIMS_APPROVAL_TIMEOUT", "3d"))

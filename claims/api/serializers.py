@@ -435,7 +435,11 @@ class ExplanationSerializer(serializers.Serializer):
     node = serializers.CharField(allow_null=True)
     counts = serializers.DictField(
         child=serializers.IntegerField(),
-        help_text="visible, class, selectors, free, capacity, tolerated, constraints.",
+        help_text=(
+            "Devices left after each stage: visible, class, selectors, free (not held by a "
+            "claim; the device state free also excludes blocked and tainted devices), capacity "
+            "(shared counters and capacity left), tolerated, constraints."
+        ),
     )
     blockingStage = serializers.CharField(allow_null=True)  # noqa: N815 - the funnel's spelling
     errors = serializers.ListField(child=serializers.CharField())

@@ -168,6 +168,13 @@ class DeviceClassSerializer(serializers.ModelSerializer):
     matching_device_count = serializers.IntegerField(
         read_only=True, help_text="Devices every selector accepts (free or not)."
     )
+    free_device_count = serializers.IntegerField(
+        read_only=True,
+        help_text=(
+            "Of those, the devices whose state is free (a claim for exactly one of them is "
+            "granted now); the device classes page's Free."
+        ),
+    )
 
     class Meta:
         model = DeviceClass
@@ -181,6 +188,7 @@ class DeviceClassSerializer(serializers.ModelSerializer):
             "extended_resource_name",
             "drivers",
             "matching_device_count",
+            "free_device_count",
             "created_at",
             "problems",
         ]

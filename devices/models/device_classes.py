@@ -8,7 +8,7 @@ from django.db.models.functions import Coalesce
 from django.urls import reverse
 
 from devices.models.class_matches import DeviceClassMatch
-from devices.models.devices import DeviceState
+from devices.models.devices import Device, DeviceState
 from devices.models.mirror import MirroredObject
 from dra.model import selector_expressions
 
@@ -56,6 +56,31 @@ class DeviceClass(MirroredObject):
 
     def get_absolute_url(self) -> str:
         return reverse("deviceclass-detail", kwargs={"name": self.name})
+
+    @property
+    def free_devices_share_counters(self) -> bool:
+        """Whether two free devices of the class consume the same shared counter set (MIG
+        partitions of one GPU): each is free on its own, but they may not all fit together
+        (the fragmentation advisor says how many do). Whole GPUs, each with counters of its
+        own, do not. One query."""
+        seen: set[tuple[str, str, object]] = set()
+        rows = (
+            Device.objects.in_state(DeviceState.FREE)
+            .filter(class_matches__device_class_name=self.name)
+            .exclude(consumes_counters=[])
+            .values_list("driver", "pool_name", "consumes_counters")
+        )
+        for driver, pool, consumed in rows.iterator():
+            sets = {
+                item.get("counterSet")
+                for item in (consumed if isinstance(consumed, list) else [])
+                if isinstance(item, dict)
+            }
+            for name in sets:
+                if (driver, pool, name) in seen:
+                    return True
+                seen.add((driver, pool, name))
+        return False
 
     @property
     def cel_expressions(self) -> list[str]:

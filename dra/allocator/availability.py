@@ -30,7 +30,14 @@ from dra.model import AllocatedDevice, CounterSet, Device, ExactRequest, Resourc
 from dra.quantity import Quantity
 from dra.usage import AllocatedState, available_counters, consumption_of, counter_shortfall
 
-__all__ = ["Availability", "Holding", "State", "device_availability"]
+__all__ = [
+    "Availability",
+    "Holding",
+    "State",
+    "counters_blocking",
+    "device_availability",
+    "usage_availability",
+]
 
 # A request for one device with nothing but the defaults.
 _DEFAULT_REQUEST = ExactRequest(
@@ -95,6 +102,24 @@ def device_availability(
         if not holding.result.admin_access:
             result = holding.result
             holders[(result.driver, result.pool, result.device)].append(holding)
+    return _availability(slices, allocated, holders, features)
+
+
+def usage_availability(
+    slices: Iterable[ResourceSlice], allocated: AllocatedState, features: Features
+) -> dict[SliceDevice, Availability]:
+    """:func:`device_availability` from what is in use as the allocator holds it (a warm
+    :class:`dra.allocator.Cluster`'s ``allocated``, which may include reservations not written
+    yet): the same states for the same usage; the reasons cannot name or count the claims."""
+    return _availability(slices, allocated, {}, features)
+
+
+def _availability(
+    slices: Iterable[ResourceSlice],
+    allocated: AllocatedState,
+    holders: dict[tuple[str, str, str], list[Holding]],
+    features: Features,
+) -> dict[SliceDevice, Availability]:
     pools: dict[tuple[str, str], list[ResourceSlice]] = defaultdict(list)
     for resource_slice in slices:
         pools[(resource_slice.driver, resource_slice.pool_name)].append(resource_slice)
@@ -161,7 +186,7 @@ def _device_availability(
     if device.consumes_counters:
         if not features.partitionable_devices:
             return Availability(State.BLOCKED, "partitionable devices are not enabled")
-        blocked_by = _counters_blocking(pool, resource_slice, device, allocated)
+        blocked_by = counters_blocking(pool, resource_slice, device, allocated)
         if blocked_by is not None:
             return Availability(State.BLOCKED, blocked_by)
     consumed = allocated.consumed.get(key)
@@ -174,18 +199,21 @@ def _device_availability(
         fits = request_capacity_fits(_DEFAULT_REQUEST, candidate, consumed or {}, {})
         if fits is None:
             shares = len(held)
-            return Availability(
-                State.ALLOCATED,
-                f"capacity used up by {shares} share{'s' if shares != 1 else ''}"
-                if shares
-                else "its capacity policy refuses a default request",
-            )
+            if shares:
+                reason = f"capacity used up by {shares} share{'s' if shares != 1 else ''}"
+            elif consumed:
+                reason = "capacity used up by its shares"
+            else:
+                reason = "its capacity policy refuses a default request"
+            return Availability(State.ALLOCATED, reason)
     if consumed:
         return Availability(State.SHARED, _shares_reason(device, consumed, len(held)))
     return Availability(State.FREE)
 
 
 def _held_reason(held: list[Holding]) -> str:
+    if not held:
+        return "in use"
     claims = len(held)
     consumers = sum(h.consumers for h in held)
     text = f"held by {claims} claim{'s' if claims != 1 else ''}"
@@ -206,10 +234,11 @@ def _shares_reason(device: Device, consumed: dict[str, Fraction], shares: int) -
     return f"{head}: {', '.join(used)}" if used else head
 
 
-def _counters_blocking(
+def counters_blocking(
     pool: Pool, resource_slice: ResourceSlice, device: Device, allocated: AllocatedState
 ) -> str | None:
-    """Why the device's counters do not fit, naming the allocated devices that took them."""
+    """Why the device's counters do not fit, naming the allocated devices that took them;
+    None when they fit."""
     sets: Sequence[CounterSet]
     if pool.counter_sets is None:  # 1.34: counter sets live in the device's own slice
         sets, scope = resource_slice.shared_counters, [resource_slice]

@@ -14,6 +14,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dra.allocator.availability import counters_blocking
 from dra.allocator.cluster import Cluster
 from dra.allocator.contract import build_cluster
 from dra.allocator.pools import gather_pools
@@ -105,6 +106,12 @@ def _funnel(
                         request, candidate, cluster.allocated.consumed.get(key, {}), {}
                     )
                     is None
+                ):
+                    continue
+                if (
+                    device.consumes_counters
+                    and counters_blocking(pool, resource_slice, device, cluster.allocated)
+                    is not None
                 ):
                     continue
                 counts["capacity"] += 1

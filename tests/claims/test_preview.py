@@ -34,7 +34,7 @@ def test_it_counts_the_matching_and_free_devices_per_node(inventory, bob):
     result = preview(bob, claim(count=2, constraint="pcie"))
     assert result.is_valid, result.errors
     assert result.matched and result.free is not None and result.free <= result.matched
-    assert sum(matched for _, matched, _ in result.nodes) <= result.matched
+    assert sum(row.matching for row in result.nodes) <= result.matched
     assert result.fits is True
     assert len(result.devices) == 2
     assert "kind: ResourceClaim" in result.manifest

@@ -18,3 +18,30 @@ def load_fixture_cluster() -> None:
         objects.extend(json.loads(path.read_text())["items"])
     load(objects)
     refresh_class_matches()  # what the watchers schedule after slices change
+
+
+def allocated_claim(
+    name: str, namespace: str, node: str, requests: list[dict], results: list[dict]
+) -> dict:
+    """A ResourceClaim as the scheduler leaves it: ``requests`` allocated as ``results`` on
+    ``node``."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"devices": {"requests": requests}},
+        "status": {
+            "allocation": {
+                "devices": {"results": results},
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": [node]}
+                            ]
+                        }
+                    ]
+                },
+            }
+        },
+    }

@@ -47,3 +47,35 @@ def test_the_cluster_index_answers_previews_too():
     cluster, _ = build_cluster(case(slices=slices))
     matched, errors = cluster.matching_devices('device.attributes["gpu.example.com"].model == "b"')
     assert matched == ["gpu.example.com/pool-1/gpu-1"] and errors == []
+
+
+def test_a_device_whose_counters_a_partition_took_leaves_at_the_capacity_stage():
+    counters = {"memory": {"value": "8Gi"}}
+    gpu = {
+        **device("gpu-0", kind="whole"),
+        "consumesCounters": [{"counterSet": "gpu-0", "counters": counters}],
+    }
+    part = {
+        **device("gpu-0-part", kind="part"),
+        "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": "2Gi"}}}],
+    }
+    slices = [
+        resource_slice(
+            "counters",
+            devices=[],
+            count=2,
+            sharedCounters=[{"name": "gpu-0", "counters": counters}],
+        ),
+        resource_slice("devices", devices=[gpu, part], count=2),
+    ]
+    whole = request(selectors=['device.attributes["gpu.example.com"].kind == "whole"'])
+    body = case(
+        claims=[claim(requests=[whole])],
+        slices=slices,
+        allocated=[allocated_claim(result("gpu-0-part"))],
+    )
+    [explanation] = explain_case(body)
+    # Not held by a claim, but a partition took its counters: the allocator cannot give it out.
+    assert explanation.counts["free"] == 1
+    assert explanation.counts["capacity"] == 0
+    assert explanation.blocking_stage == "capacity"
