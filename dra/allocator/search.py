@@ -309,7 +309,7 @@ class NodeAllocation:
     ) -> None:
         claim = self.claims[claim_index]
         request = data.request
-        for number, selector in enumerate(request.selectors):
+        for number, selector in enumerate(request.selectors, 1):
             if selector is None:
                 raise self._fail(
                     f"claim {claim.key}, request {request.name}, selector #{number}: "
@@ -446,7 +446,7 @@ class NodeAllocation:
     def _selectors_match(
         self, claim_index: int, candidate: Candidate, selectors: tuple[str | None, ...], owner: str
     ) -> bool:
-        for number, expression in enumerate(selectors):
+        for number, expression in enumerate(selectors, 1):
             assert expression is not None
             selector = compile_selector(expression)
             try:

@@ -83,7 +83,7 @@ NO_FEATURES: dict[str, bool] = {}
                 )
             ],
             ALL_FEATURES,
-            "selector #0: CEL expression empty (unsupported selector type?)",
+            "selector #1: CEL expression empty (unsupported selector type?)",
         ),
         (
             [claim(requests=[request(capacity={"requests": {"memory": "1Gi"}})])],
@@ -125,7 +125,7 @@ def test_distinct_attribute_is_an_empty_constraint_for_the_1_34_incubating_varia
     [
         (
             "device.driver ==",
-            "class gpu: selector #0: CEL compile error: compilation failed: ERROR: <input>:1:",
+            "class gpu: selector #1: CEL compile error: compilation failed: ERROR: <input>:1:",
         ),
         ("device.nosuch == 1", "undefined field 'nosuch'"),
     ],
@@ -140,7 +140,7 @@ def test_request_selectors_that_fail_to_compile_name_the_claim_and_index():
     claims = [claim(requests=[request(selectors=["true", "device.attributes['x'].y +"])])]
     output = run(claims=claims)
     assert output["status"] == "error"
-    assert output["error"].startswith("claim default/claim-0: selector #1: CEL compile error:")
+    assert output["error"].startswith("claim default/claim-0: selector #2: CEL compile error:")
     assert "<input>:1:" in output["error"]
 
 
@@ -151,7 +151,7 @@ def test_runtime_errors_name_the_device():
     output = run(claims=claims)
     assert output["status"] == "error"
     assert output["error"] == (
-        "claim default/claim-0: selector #0 on device gpu.example.com/pool-1/gpu-0: "
+        "claim default/claim-0: selector #1 on device gpu.example.com/pool-1/gpu-0: "
         "CEL runtime error: no such key: model"
     )
 
