@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.templatetags.static import static
+from django.utils.cache import patch_cache_control
 
 from claims.models import UsageRollup
 from claims.utilisation import scopes_utilisation
@@ -11,7 +14,7 @@ from home.overview import cluster_overview
 from portal.htmx import render_page, wants_fragment
 from portal.models import ApiToken, Quota, Tenant
 
-__all__ = ["dashboard"]
+__all__ = ["dashboard", "favicon"]
 
 
 @login_required
@@ -34,3 +37,12 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "cluster": cluster,
     }
     return render_page(request, "home/dashboard.html", "cluster-live", context)
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    """``/favicon.ico``, which browsers ask for where a page names no icon (the admin, the
+    browsable API, JSON): the portal's SVG icon from static files. Public, like any static
+    file; a day's cache, as the static name changes with each release's manifest."""
+    response = redirect(static("img/favicon.svg"))
+    patch_cache_control(response, public=True, max_age=86400)
+    return response
