@@ -8,7 +8,7 @@ from django.shortcuts import redirect
 from django.templatetags.static import static
 from django.utils.cache import patch_cache_control
 
-from claims.models import UsageRollup
+from claims.models import ResourceClaim, UsageRollup
 from claims.utilisation import scopes_utilisation
 from home.overview import cluster_overview
 from portal.htmx import render_page, wants_fragment
@@ -27,8 +27,10 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     shown = list(tenants[:8])
     # Each tenant's last 24 h (the default range), one query for all of them.
     usage = scopes_utilisation(UsageRollup.Scope.TENANT, [t.slug for t in shown])
+    held = ResourceClaim.objects.filter(tenant__in=shown).devices_held_by_tenant()
     for tenant in shown:
         tenant.utilisation = usage.get(tenant.slug)  # type: ignore[attr-defined]
+        tenant.devices_held = held.get(tenant.pk, 0)  # type: ignore[attr-defined]
     context = {
         "tenants": shown,
         "tenant_count": tenants.count(),
