@@ -34,6 +34,9 @@ def duration(value: dt.timedelta | None, blank: str = "unlimited") -> str:
 
 # cel-go's diagram of an error: " | " + the expression's line, then " | " + dots up to a caret.
 DIAGRAM_PREFIX = " | "
+# A longer expression line is cut to this many characters around the caret, so the caret shows
+# in a narrow panel (the preview, an alert) without scrolling.
+DIAGRAM_WIDTH = 44
 
 
 @dataclass(frozen=True)
@@ -42,22 +45,49 @@ class MessagePart:
     is_diagram: bool
 
 
+def _window(line: str, column: int) -> tuple[str, int]:
+    """``line`` cut to ``DIAGRAM_WIDTH`` characters around ``column`` (an ellipsis marks each
+    cut), and the column in the cut line."""
+    if len(line) <= DIAGRAM_WIDTH:
+        return line, column
+    start = min(max(column - DIAGRAM_WIDTH * 2 // 3, 0), len(line) - DIAGRAM_WIDTH)
+    end = start + DIAGRAM_WIDTH
+    head, tail = ("…" if start else ""), ("…" if end < len(line) else "")
+    return head + line[start:end] + tail, column - start + len(head)
+
+
+def _diagram(lines: list[str]) -> str:
+    """cel-go's diagram lines as shown: a caret line (dots, then ``^``) gets spaces instead of
+    dots, under its expression line cut to a window around the caret."""
+    shown: list[str] = []
+    for line in lines:
+        caret = line.lstrip(".")
+        if caret == "^" and shown:
+            expression, column = _window(shown[-1], len(line) - 1)
+            shown[-1] = expression
+            line = " " * column + caret
+        shown.append(line)
+    return "\n".join(shown)
+
+
 def cel_error_parts(message: str) -> list[MessagePart]:
     """``message`` as text and diagrams: each run of cel-go's `` | `` lines becomes one
-    diagram, its caret line padded with spaces instead of dots so it reads under the
-    expression. A message without a diagram is one text part."""
+    diagram (:func:`_diagram`). A message without a diagram is one text part."""
     parts: list[MessagePart] = []
-    for line in str(message).split("\n"):
-        is_diagram = line.startswith(DIAGRAM_PREFIX)
-        if is_diagram:
-            line = line[len(DIAGRAM_PREFIX) :]
-            caret = line.lstrip(".")
-            if caret == "^":
-                line = " " * (len(line) - 1) + caret
-        if parts and parts[-1].is_diagram == is_diagram:
-            parts[-1] = MessagePart(f"{parts[-1].text}\n{line}", is_diagram)
+    run: list[str] = []
+    for line in [*str(message).split("\n"), None]:
+        if line is not None and line.startswith(DIAGRAM_PREFIX):
+            run.append(line[len(DIAGRAM_PREFIX) :])
+            continue
+        if run:
+            parts.append(MessagePart(_diagram(run), is_diagram=True))
+            run = []
+        if line is None:
+            break
+        if parts and not parts[-1].is_diagram:
+            parts[-1] = MessagePart(f"{parts[-1].text}\n{line}", is_diagram=False)
         else:
-            parts.append(MessagePart(line, is_diagram))
+            parts.append(MessagePart(line, is_diagram=False))
     return parts
 
 

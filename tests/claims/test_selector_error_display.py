@@ -82,3 +82,16 @@ def test_the_api_keeps_cels_text_and_numbers_from_1(live, api_as, bob):
     assert response.json()["error"]["fields"]["selectors"] == [
         f"Selector 2: {compile_selector(BROKEN).error}"
     ]
+
+
+def test_a_long_expression_is_cut_around_the_caret(client_as, alice, mirrored_cluster):
+    long = 'device.attributes["gpu.example.com"].model == "LATEST-GPU-MODEL" && devic.x == 1'
+    broken = DeviceClass.objects.get(name="gpu.example.com")
+    broken.selectors = [{"cel": {"expression": long}}]
+    broken.save()
+    body = client_as(alice).get("/device-classes/gpu.example.com/").content.decode()
+    (diagram,) = diagrams(body)
+    expression, caret = diagram.split("\n")
+    assert expression.startswith("…") and len(expression) <= 46
+    column = caret.index("^")  # cel-go points at the "." of the undeclared "devic.x"
+    assert expression[column - 5 : column + 2] == "devic.x"
