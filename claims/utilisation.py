@@ -263,14 +263,6 @@ class ScopeUtilisation:
         values = [v for _, v in self.history if v is not None]
         return round(sum(values) / len(values), 1) if values else None
 
-    @property
-    def devices_held(self) -> float:
-        """Devices its claims held in the newest bucket (device-hours over the bucket's)."""
-        if not self.device_hours:
-            return 0.0
-        bucket_hours = _rollup_resolution(self.span).seconds / 3600
-        return round(self.device_hours[-1][1] / bucket_hours, 1)
-
 
 def scopes_utilisation(
     scope: str,

@@ -16,6 +16,7 @@ handler500 = "portal.views.errors.server_error"
 
 urlpatterns = [
     path("", home.dashboard, name="dashboard"),
+    path("favicon.ico", home.favicon, name="favicon"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("tenants/", tenants.tenant_list, name="tenant-list"),

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.templatetags.static import static
+from django.utils.cache import patch_cache_control
 
-from claims.models import UsageRollup
+from claims.models import ResourceClaim, UsageRollup
 from claims.utilisation import scopes_utilisation
 from home.overview import cluster_overview
 from portal.htmx import render_page, wants_fragment
 from portal.models import ApiToken, Quota, Tenant
 
-__all__ = ["dashboard"]
+__all__ = ["dashboard", "favicon"]
 
 
 @login_required
@@ -24,8 +27,10 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     shown = list(tenants[:8])
     # Each tenant's last 24 h (the default range), one query for all of them.
     usage = scopes_utilisation(UsageRollup.Scope.TENANT, [t.slug for t in shown])
+    held = ResourceClaim.objects.filter(tenant__in=shown).devices_held_by_tenant()
     for tenant in shown:
         tenant.utilisation = usage.get(tenant.slug)  # type: ignore[attr-defined]
+        tenant.devices_held = held.get(tenant.pk, 0)  # type: ignore[attr-defined]
     context = {
         "tenants": shown,
         "tenant_count": tenants.count(),
@@ -34,3 +39,12 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "cluster": cluster,
     }
     return render_page(request, "home/dashboard.html", "cluster-live", context)
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    """``/favicon.ico``, which browsers ask for where a page names no icon (the admin, the
+    browsable API, JSON): the portal's SVG icon from static files. Public, like any static
+    file; a day's cache, as the static name changes with each release's manifest."""
+    response = redirect(static("img/favicon.svg"))
+    patch_cache_control(response, public=True, max_age=86400)
+    return response

@@ -26,12 +26,11 @@ from dra.cel import (
     CelRuntimeError,
     compile_selector,
     device_input,
-    selector_errors,
 )
 from dra.model import InvalidObject, parse_slice, selector_expressions
 from mirror.store import lock_device_writes
 
-__all__ = ["class_selector_errors", "refresh_class_matches", "refresh_device_classes"]
+__all__ = ["refresh_class_matches", "refresh_device_classes"]
 
 CHUNK = 200
 ATTEMPTS = 3
@@ -183,8 +182,3 @@ def _write(slice_ids: list[int], found: dict[tuple[int, str], list[str]]) -> int
     DeviceClassMatch.objects.filter(device__resource_slice_id__in=slice_ids).delete()
     DeviceClassMatch.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
     return len(rows)
-
-
-def class_selector_errors(device_class: DeviceClass) -> list[str]:
-    """Compile errors of the class's selectors, for its page ("selector #1: ...")."""
-    return selector_errors(selector_expressions(device_class.selectors))

@@ -36,7 +36,12 @@ from notifications.models import (
     QuotaAlarm,
     WebhookDelivery,
 )
-from notifications.webhooks import check_webhook_url, new_secret, queue_delivery
+from notifications.webhooks import (
+    check_webhook_receiver,
+    check_webhook_url,
+    new_secret,
+    queue_delivery,
+)
 from portal.durations import DurationError, format_duration, parse_duration
 from portal.models import Membership, Tenant
 from portal.services.tenants import save_tenant
@@ -672,10 +677,11 @@ def notify_high_quotas(tenant_ids: Iterable[Any] | None = None) -> int:
 
 
 def set_webhook_url(*, actor: AbstractBaseUser, tenant: Tenant, url: str) -> tuple[Tenant, str]:
-    """Points the tenant's webhook at ``url`` (http or https only); audited. A webhook without
-    a secret gets one: answers the tenant and the new secret ("" when it kept its own)."""
+    """Points the tenant's webhook at ``url`` (http or https only, to an address deliveries
+    accept: ``check_webhook_receiver``); audited. A webhook without a secret gets one: answers
+    the tenant and the new secret ("" when it kept its own)."""
     url = url.strip()
-    check_webhook_url(url)
+    check_webhook_receiver(url)
     secret = "" if tenant.webhook_secret else new_secret()
     fields: dict[str, Any] = {"webhook_url": url}
     if secret:

@@ -39,6 +39,7 @@ __all__ = [
     "MAX_ATTEMPTS",
     "RETRY_DELAYS",
     "attempt_delivery",
+    "check_webhook_receiver",
     "check_webhook_url",
     "new_secret",
     "queue_delivery",
@@ -77,6 +78,21 @@ def check_webhook_url(url: str) -> None:
         raise ValidationError(
             {"webhook_url": "Put no credentials in the URL: the shared secret signs deliveries."}
         )
+
+
+def check_webhook_receiver(url: str) -> None:
+    """What saving a webhook URL checks: :func:`check_webhook_url`, and that its host is not
+    an address deliveries would refuse (:func:`check_destination`: loopback, private,
+    link-local...), so the refusal comes when the URL is saved, naming the setting that allows
+    it. A name that does not resolve now is accepted: it may before the first delivery, and a
+    delivery that cannot resolve it is retried and says so."""
+    check_webhook_url(url)
+    try:
+        check_destination(urlsplit(url).hostname or "")
+    except InternalDestination as refused:
+        raise ValidationError({"webhook_url": str(refused)}) from None
+    except OSError:
+        return
 
 
 class InternalDestination(ValueError):

@@ -186,6 +186,9 @@ class TenantAdmin(ServiceAdmin):
     search_fields = ["name", "slug", "namespaces__name", "memberships__user__username"]
     prepopulated_fields = {"slug": ["name"]}
     inlines = [TenantNamespaceInline, MembershipInline, QuotaInline]
+    # The webhook is set on its own page, through the service that checks its address and
+    # gives it a secret (notifications.services.set_webhook_url).
+    exclude = ["webhook_url", "webhook_secret"]
 
     def get_queryset(self, request: HttpRequest) -> models.QuerySet[Tenant]:
         return (

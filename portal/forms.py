@@ -9,6 +9,7 @@ and leases as durations (``7d``, ``12h``, ISO 8601 ``P7D``). The forms only pars
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 from django import forms
@@ -19,6 +20,7 @@ from portal.durations import DurationError, format_duration, parse_duration
 from portal.models import Membership
 from portal.models.tenants import dns_label_validator
 from portal.quantities import QuantityError, format_bytes, parse_bytes
+from portal.services.api_tokens import TokenPolicy, lifetime_refusal
 
 __all__ = [
     "ApiTokenForm",
@@ -278,18 +280,47 @@ class MemberRoleForm(StyledForm):
 
 
 class ApiTokenForm(forms.Form):
-    LIFETIMES = [
-        ("30", "30 days"),
-        ("90", "90 days"),
-        ("365", "1 year"),
-        ("never", "Never expires"),
-    ]
+    """A new API token. It offers only the lifetimes ``policy`` (the user's
+    :func:`~portal.services.api_tokens.token_policy`) allows: under a limit, the shorter
+    choices and the limit itself ("never" is the longest allowed, as in ``issue_api_token``);
+    the default is 90 days, or the limit when that is shorter. Any whole number of days is
+    read, so ``issue_api_token`` explains a refusal in the policy's words."""
+
+    LIFETIME_DAYS = {7: "7 days", 30: "30 days", 90: "90 days", 365: "1 year"}
+    DEFAULT_DAYS = 90
+    LONGEST = "never"  # no expiry; under a policy, its limit
 
     name = forms.CharField(
         max_length=100, widget=forms.TextInput(attrs={"placeholder": "e.g. CI pipeline"})
     )
-    lifetime = forms.ChoiceField(choices=LIFETIMES, initial="90", label="Expires after")
+    lifetime = forms.CharField(label="Expires after", widget=forms.Select)
+
+    def __init__(self, *args: Any, policy: TokenPolicy | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        choices = [
+            (str(days), label)
+            for days, label in self.LIFETIME_DAYS.items()
+            if lifetime_refusal(dt.timedelta(days=days), policy) is None
+            and (policy is None or dt.timedelta(days=days) < policy.max_lifetime)
+        ]
+        if policy is None:
+            choices.append((self.LONGEST, "Never expires"))
+        else:
+            limit = format_duration(policy.max_lifetime)
+            choices.append((self.LONGEST, f"{limit} (the longest allowed)"))
+        default = str(self.DEFAULT_DAYS)
+        self.lifetime_choices = choices
+        self.fields["lifetime"].widget.choices = choices  # type: ignore[attr-defined]
+        self.fields["lifetime"].initial = (
+            default if any(value == default for value, _ in choices) else self.LONGEST
+        )
+
+    def clean_lifetime(self) -> str:
+        value: str = self.cleaned_data["lifetime"]
+        if value != self.LONGEST and re.fullmatch(r"[0-9]{1,6}", value) is None:
+            raise ValidationError("Choose one of the lifetimes offered.")
+        return value
 
     def cleaned_lifetime(self) -> dt.timedelta | None:
         value = self.cleaned_data["lifetime"]
-        return None if value == "never" else dt.timedelta(days=int(value))
+        return None if value == self.LONGEST else dt.timedelta(days=int(value))

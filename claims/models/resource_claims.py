@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from django.db import models
 from django.db.models import Count, Q
 from django.urls import reverse
@@ -47,6 +49,20 @@ class ResourceClaimQuerySet(NamespacedQuerySet):
                 "allocated_devices", filter=Q(allocated_devices__admin_access=True)
             ),
         )
+
+    def devices_held_by_tenant(self) -> dict[int, int]:
+        """Tenant id → how many devices these claims hold now: distinct devices, so a device
+        shared by two of a tenant's claims counts once, and admin-access results (observers)
+        not at all. One query."""
+        held = (
+            AllocatedDevice.objects.filter(
+                claim__in=self.allocated().filter(tenant__isnull=False), admin_access=False
+            )
+            .order_by()
+            .values_list("claim__tenant_id", "driver", "pool", "device_name")
+            .distinct()
+        )
+        return dict(Counter(tenant_id for tenant_id, *_ in held))
 
 
 class ResourceClaim(MirroredObject):

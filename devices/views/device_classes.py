@@ -14,27 +14,18 @@ from devices.filtersets import DeviceClassFilterSet, drivers_named_by
 from devices.models import DeviceClass
 from devices.tables import DeviceClassTable
 from devices.views.devices import pretty_json
-from dra.cel import compile_selector
+from dra.cel import selector_errors as cel_selector_errors
+from dra.model import selector_expressions
 from portal.htmx import render_list
 
 __all__ = ["deviceclass_detail", "deviceclass_list", "selector_errors"]
 
 
 def selector_errors(device_class: DeviceClass) -> list[str]:
-    """Why selectors of the class cannot be evaluated ("selector #1: ..."): then the class
+    """Why selectors of the class cannot be evaluated ("Selector 1: ..."): then the class
     matches no device. Compiled by the DRA core, as the mirror does when it matches devices."""
     selectors = device_class.selectors if isinstance(device_class.selectors, list) else [None]
-    errors = []
-    for index, selector in enumerate(selectors):
-        cel = selector.get("cel") if isinstance(selector, dict) else None
-        expression = cel.get("expression") if isinstance(cel, dict) else None
-        if not isinstance(expression, str):
-            errors.append(f"selector #{index}: not a CEL selector")
-            continue
-        error = compile_selector(expression).error
-        if error is not None:
-            errors.append(f"selector #{index}: {error}")
-    return errors
+    return cel_selector_errors(selector_expressions(selectors))
 
 
 @login_required

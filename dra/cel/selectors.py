@@ -408,14 +408,14 @@ def clear_caches() -> None:
 
 
 def selector_errors(expressions: Sequence[str | None]) -> list[str]:
-    """Compile errors of a class's or request's selectors, numbered as listed
-    ("selector #1: ..."); a ``None`` entry is a selector that is not a CEL selector."""
+    """Compile errors of a class's or request's selectors, numbered from 1 as people count
+    them ("Selector 1: ..."); a ``None`` entry is a selector that is not a CEL selector."""
     errors = []
-    for index, expression in enumerate(expressions):
+    for number, expression in enumerate(expressions, 1):
         if expression is None:
-            errors.append(f"selector #{index}: not a CEL selector")
+            errors.append(f"Selector {number}: not a CEL selector")
             continue
         error = compile_selector(expression).error
         if error is not None:
-            errors.append(f"selector #{index}: {error}")
+            errors.append(f"Selector {number}: {error}")
     return errors

@@ -35,7 +35,7 @@ class TenantQuerySet(models.QuerySet["Tenant"]):
             return self.none()
         if user.is_staff:
             return self.all()
-        return self.filter(memberships__user=user).distinct()
+        return self._with_membership(user=user)
 
     def administered_by(self, user: AbstractBaseUser | AnonymousUser) -> TenantQuerySet:
         """Tenants the user may change: all for portal admins, those they are tenant admin of."""
@@ -43,7 +43,14 @@ class TenantQuerySet(models.QuerySet["Tenant"]):
             return self.none()
         if user.is_staff:
             return self.all()
-        return self.filter(memberships__user=user, memberships__role=Role.TENANT_ADMIN).distinct()
+        return self._with_membership(user=user, role=Role.TENANT_ADMIN)
+
+    def _with_membership(self, **membership: object) -> TenantQuerySet:
+        """Tenants with a membership matching ``membership``, chosen in a subquery: a join
+        would stay on the query and narrow what is later counted over memberships (every
+        member) to the viewer's own row."""
+        lookups = {f"memberships__{name}": value for name, value in membership.items()}
+        return self.filter(pk__in=self.model._default_manager.filter(**lookups).values("pk"))
 
 
 class Tenant(models.Model):

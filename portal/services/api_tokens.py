@@ -16,7 +16,14 @@ from portal.models import ApiToken, AuditEvent, Tenant
 from portal.models.api_tokens import generate_token, hash_token
 from portal.services.audit import record_event
 
-__all__ = ["IssuedToken", "TokenPolicy", "issue_api_token", "revoke_api_token", "token_policy"]
+__all__ = [
+    "IssuedToken",
+    "TokenPolicy",
+    "issue_api_token",
+    "lifetime_refusal",
+    "revoke_api_token",
+    "token_policy",
+]
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,20 @@ def token_policy(user: AbstractBaseUser) -> TokenPolicy | None:
     return TokenPolicy(max_lifetime=tenant.max_token_lifetime, tenant=tenant)
 
 
+def lifetime_refusal(lifetime: dt.timedelta | None, policy: TokenPolicy | None) -> str | None:
+    """Why a new token may not live ``lifetime`` under ``policy`` (see :func:`token_policy`);
+    None when it may. ``None`` (no expiry) is always allowed: under a policy it means the
+    longest lifetime the policy allows. Lifetimes beyond ``API_TOKEN_MAX_DAYS`` are refused."""
+    max_days = settings.API_TOKEN_MAX_DAYS
+    if lifetime is None:
+        return None
+    if lifetime <= dt.timedelta(0) or lifetime.days > max_days:
+        return f"A token may live between 1 and {max_days} days."
+    if policy is not None and lifetime > policy.max_lifetime:
+        return f"{policy.describe()} Choose a shorter lifetime."
+    return None
+
+
 def issue_api_token(
     *, user: AbstractBaseUser, name: str, lifetime: dt.timedelta | None
 ) -> IssuedToken:
@@ -59,21 +80,17 @@ def issue_api_token(
 
     ``lifetime=None`` means the token never expires, unless a tenant of the user limits token
     lifetimes (``Tenant.max_token_lifetime``, see :func:`token_policy`): then it expires at the
-    limit, and a longer lifetime is refused. Lifetimes beyond ``API_TOKEN_MAX_DAYS`` are
-    refused.
+    limit, and a longer lifetime is refused (:func:`lifetime_refusal`).
     """
     name = name.strip()
     if not name:
         raise ValidationError({"name": "Give the token a name so you can recognise it later."})
-    max_days = settings.API_TOKEN_MAX_DAYS
-    if lifetime is not None and (lifetime <= dt.timedelta(0) or lifetime.days > max_days):
-        raise ValidationError({"lifetime": f"A token may live between 1 and {max_days} days."})
     policy = token_policy(user)
-    if policy is not None:
-        if lifetime is None:
-            lifetime = policy.max_lifetime
-        elif lifetime > policy.max_lifetime:
-            raise ValidationError({"lifetime": f"{policy.describe()} Choose a shorter lifetime."})
+    refusal = lifetime_refusal(lifetime, policy)
+    if refusal is not None:
+        raise ValidationError({"lifetime": refusal})
+    if lifetime is None and policy is not None:
+        lifetime = policy.max_lifetime
     secret = generate_token()
     with transaction.atomic():
         token = ApiToken.objects.create(

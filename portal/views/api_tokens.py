@@ -21,8 +21,9 @@ __all__ = ["apitoken_list", "apitoken_revoke"]
 def apitoken_list(request: HttpRequest) -> HttpResponse:
     issued = None
     status = 200
+    policy = token_policy(request.user)
     if request.method == "POST":
-        form = ApiTokenForm(request.POST)
+        form = ApiTokenForm(request.POST, policy=policy)
         if form.is_valid():
             try:
                 issued = issue_api_token(
@@ -36,15 +37,15 @@ def apitoken_list(request: HttpRequest) -> HttpResponse:
         if not form.is_valid() or issued is None:
             status = 422
         else:
-            form = ApiTokenForm()
+            form = ApiTokenForm(policy=policy)
     else:
-        form = ApiTokenForm()
+        form = ApiTokenForm(policy=policy)
     # The secret is rendered into this response only; it is never stored or shown again.
     context = {
         "form": form,
         "issued": issued,
         "tokens": ApiToken.objects.filter(user=request.user),
-        "policy": token_policy(request.user),
+        "policy": policy,
     }
     return render_page(request, "portal/apitoken_list.html", "token-panel", context, status=status)
 
@@ -58,11 +59,12 @@ def apitoken_revoke(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404("No such token.") from None
     messages.success(request, f"Token “{token.name}” revoked. Automation using it now gets 401.")
     if getattr(request, "htmx", None):
+        policy = token_policy(request.user)
         context = {
-            "form": ApiTokenForm(),
+            "form": ApiTokenForm(policy=policy),
             "issued": None,
             "tokens": ApiToken.objects.filter(user=request.user),
-            "policy": token_policy(request.user),
+            "policy": policy,
         }
         return render_page(request, "portal/apitoken_list.html", "token-panel", context)
     return redirect("apitoken-list")

@@ -11,6 +11,12 @@ if (window.htmx) {
     { code: "[45]..", swap: false, error: true },
     { code: "...", swap: false },
   ];
+  // Back and forward load the page from the server instead of restoring htmx's snapshot: the
+  // snapshot is taken just before the next request, when the form already shows the next
+  // filters (and the list may be minutes old), so a restored page's form would disagree with
+  // its address and the next change would build on filters the list does not show.
+  htmx.config.historyCacheSize = 0;
+  htmx.config.refreshOnHistoryMiss = true;
 }
 
 // Copy-to-clipboard buttons.

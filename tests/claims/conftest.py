@@ -1,5 +1,6 @@
-"""Claims tests use the ``live`` fixture of ``tests/conftest.py`` (emulator + mirror); the
-helpers below are shared by the approval tests."""
+"""Claims tests use the ``live`` fixture of ``tests/conftest.py`` (emulator + mirror), or
+``inventory`` (the mirrored demo cluster behind a fresh allocation index); the helpers below
+are shared by the approval tests."""
 
 from __future__ import annotations
 
@@ -8,8 +9,16 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from claims.index import reset_index
 from claims.models import ClaimRequest
 from portal.models import Quota
+
+
+@pytest.fixture
+def inventory(mirrored_cluster):
+    reset_index()
+    yield
+    reset_index()
 
 
 def policy(tenant, **fields):

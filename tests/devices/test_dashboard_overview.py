@@ -85,11 +85,12 @@ def test_the_dashboard_costs_a_fixed_number_of_queries(
     # likewise), idle claims,
     # the mirror's stale kinds and its health, telemetry (readings, sources; devices by class
     # are cached from the warm-up), the tenants' 24 h
-    # of GPU utilisation; usage against quota per tenant shown (at most 3 tenants):
+    # of GPU utilisation and the devices their claims hold now; usage against quota per tenant
+    # shown (at most 3 tenants):
     # claims, their results with device memory, requests, quotas and the warm index's
     # catch-up (the warm-up read the claims' specs, which are parsed once per version, and
     # cached the navigation's "does alice administer a tenant")
-    with django_assert_num_queries(20):
+    with django_assert_num_queries(21):
         client.get("/")
 
 
@@ -142,7 +143,8 @@ def test_the_dashboard_shows_each_tenants_last_day(client_as, alice, mirrored_cl
 
     from claims.models import UsageRollup
 
-    assert "No GPU use in the last 24 h." in client_as(alice).get("/").content.decode()
+    page = client_as(alice).get("/").content.decode()
+    assert "2 devices held; no utilisation reading in the last 24 h." in page
     now = timezone.now()
     for minutes, util in ((20, 30.0), (10, 50.0)):
         UsageRollup.objects.create(
@@ -156,7 +158,7 @@ def test_the_dashboard_shows_each_tenants_last_day(client_as, alice, mirrored_cl
 
     page = client_as(alice).get("/").content.decode()
 
-    assert "GPU 40 % · 2 devices held" in page and 'class="sparkline"' in page
+    assert "GPU 40 %</span>" in page and 'class="sparkline"' in page
 
 
 def test_the_dashboard_counts_devices_by_class(client_as, carol, mirrored_cluster):

@@ -74,7 +74,7 @@ def test_a_class_with_a_broken_selector_says_so_and_matches_nothing(
     broken.save()
     refresh_class_matches()
     content = client_as(alice).get("/device-classes/gpu.example.com/").content.decode()
-    assert "selector #0: " in content
+    assert "Selector 1: " in content
     assert 'data-testid="matching-devices">0</a>' in content
 
 

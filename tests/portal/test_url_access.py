@@ -20,7 +20,7 @@ from portal.models import AuditEvent
 from portal.services.api_tokens import issue_api_token
 from tests.devices.cluster_data import load_fixture_cluster
 
-PUBLIC = {"login", "logout"}
+PUBLIC = {"login", "logout", "favicon"}
 # The inventory is not tenant data: every signed-in user may read it (who holds a device is
 # gated per claim, see tests/devices/test_device_pages.py).
 CLUSTER_WIDE = {
