@@ -687,10 +687,30 @@ def _devices_of(allocation: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _set_running(pod: dict[str, Any]) -> bool:
+    """What a kubelet would report once every container started: phase Running, the pod's
+    conditions true and each container ready (``kubectl get pods`` then reads ``1/1``)."""
     status = _status(pod)
-    if status.get("phase") == "Running":
+    if status.get("phase") == "Running" and status.get("containerStatuses"):
         return False
+    now = _now()
     status["phase"] = "Running"
+    status.setdefault("startTime", now)
+    status["conditions"] = [
+        {"type": kind, "status": "True", "lastTransitionTime": now}
+        for kind in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
+    ] + [c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"]
+    status["containerStatuses"] = [
+        {
+            "name": container.get("name", ""),
+            "image": container.get("image", ""),
+            "imageID": "",
+            "ready": True,
+            "started": True,
+            "restartCount": 0,
+            "state": {"running": {"startedAt": now}},
+        }
+        for container in (pod.get("spec") or {}).get("containers") or []
+    ]
     return True
 
 

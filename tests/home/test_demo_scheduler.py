@@ -108,6 +108,11 @@ def test_a_pod_using_an_unallocated_claim_gets_it_allocated_reserved_and_is_boun
     assert pod["spec"]["nodeName"] == attempt.node
     assert pod["status"]["phase"] == "Running"
     assert scheduled_condition(pod)["status"] == "True"
+    # As a kubelet reports a started pod: kubectl get pods reads READY 1/1, not 0/1.
+    [container] = pod["status"]["containerStatuses"]
+    assert (container["name"], container["ready"], container["started"]) == ("ctr", True, True)
+    ready = [c for c in pod["status"]["conditions"] if c["type"] == "Ready"]
+    assert ready[0]["status"] == "True"
 
 
 def test_the_allocator_avoids_devices_that_other_claims_hold(
