@@ -40,7 +40,12 @@ def test_bob_sees_the_same_free_counts_in_the_preview_as_on_the_class_pages(
 
     page.select_option("select[name=device_class]", "mig.nvidia.com")
     page.fill("textarea[name=selectors]", ONE_G_ME)
-    page.wait_for_selector("[data-testid=preview-fit-together]")
+    # The class's own preview (all 200 partitions) may land first: wait for the selector's.
+    page.wait_for_function(
+        "(() => { const m = document.querySelector('[data-testid=preview-matching]');"
+        " return m && !m.innerText.startsWith('200 devices')"
+        " && document.querySelector('[data-testid=preview-fit-together]'); })()"
+    )
     assert "42 are free now" in page.locator("[data-testid=preview-matching]").inner_text()
     together = page.locator("[data-testid=preview-fit-together]").inner_text()
     assert "6 of the 42 fit together" in together
