@@ -96,3 +96,27 @@ def test_the_demo_runs_the_lifecycle_beat_tasks_in_process(
     # Its watchers are threads and its telemetry is simulated by the demo itself.
     assert "devices.tasks.ensure_watchers" not in runs
     assert "devices.tasks.telemetry_ingest" not in runs
+
+
+def test_the_demos_links_lead_to_where_it_serves(
+    started_schedulers: list[str], settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PORTAL_URL", raising=False)
+    settings.PORTAL_URL = "http://localhost:8000"  # through the fixture: the demo's change ends here
+    settings.KUBE_API_SERVER = settings.KUBECONFIG = ""
+
+    call_command("demo", "--port", "8050", stdout=StringIO())
+
+    assert settings.PORTAL_URL == "http://127.0.0.1:8050"
+
+
+def test_a_portal_url_set_by_the_operator_is_kept(
+    started_schedulers: list[str], settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PORTAL_URL", "https://gpus.example.com")
+    settings.PORTAL_URL = "https://gpus.example.com"
+    settings.KUBE_API_SERVER = settings.KUBECONFIG = ""
+
+    call_command("demo", "--port", "8050", stdout=StringIO())
+
+    assert settings.PORTAL_URL == "https://gpus.example.com"

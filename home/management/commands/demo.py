@@ -11,6 +11,7 @@ telemetry source (readings labelled *simulated* everywhere); then serves the por
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if "PORTAL_URL" not in os.environ:
+            # Links in the demo's emails and webhooks lead to where it serves (make demo PORT=).
+            settings.PORTAL_URL = f"http://{options['host']}:{options['port']}"
         call_command("seed_demo", stdout=self.stdout)
         self._seed_class_policies()
         stop = threading.Event()
