@@ -102,7 +102,8 @@ def test_the_demos_links_lead_to_where_it_serves(
     started_schedulers: list[str], settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("PORTAL_URL", raising=False)
-    settings.PORTAL_URL = "http://localhost:8000"  # through the fixture: the demo's change ends here
+    # Set through the fixture, so the demo's own change ends with the test.
+    settings.PORTAL_URL = "http://localhost:8000"
     settings.KUBE_API_SERVER = settings.KUBECONFIG = ""
 
     call_command("demo", "--port", "8050", stdout=StringIO())
