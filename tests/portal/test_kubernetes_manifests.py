@@ -46,6 +46,8 @@ MINIMAL_RULES: dict[str, set[tuple[str, str, str, str]]] = {
         *{("resource.k8s.io", "resourceclaims", "", v) for v in ("create", "get", "patch")},
         ("resource.k8s.io", "resourceclaims", "", "delete"),
         ("resource.k8s.io", "resourceclaims/status", "", "patch"),
+        # Kubernetes 1.36 checks this too when status.allocation changes (docs/deploy.md).
+        ("resource.k8s.io", "resourceclaims/binding", "", "patch"),
         ("resource.k8s.io", "resourceclaimtemplates", "", "create"),
         ("resource.k8s.io", "resourceclaimtemplates", "", "get"),
         KUBE_SYSTEM_IDENTITY,
