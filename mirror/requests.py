@@ -219,6 +219,8 @@ def apply_request(request_id: str) -> str:
     except Unavailable as error:
         raise Retry(str(error)) from error
     except ClusterError as error:
+        # Also in the log: a refusal is most often the portal's own RBAC or admission.
+        log.warning("request %s: the API server refused the claim: %s", request.pk, error)
         _fail(request, f"The API server refused the claim: {error}")
         return "failed: refused"
     if transition(request, State.APPLIED, expect=[State.ALLOCATING], **where):

@@ -5,8 +5,10 @@ class so ``task.delay_on_commit(...)`` enqueues only once the surrounding transa
 Queues are named for their work so operators can size workers per kind of work:
 ``default`` (lifecycle: apply, release, expiry, idle claims), ``watchers`` (long-running cluster
 watches) and
-``telemetry`` (exporter scrapes and rollups) and ``allocations`` (reservations: exactly one
-consumer, so they are decided one at a time against one warm index).
+``telemetry`` (exporter scrapes and rollups), ``allocations`` (reservations: exactly one
+consumer, so they are decided one at a time against one warm index) and ``backstop`` (the
+ResourceQuota backstop: in a cluster its worker alone holds the right to write ResourceQuotas,
+docs/deploy.md).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ app.conf.task_queues = (
     Queue("watchers"),
     Queue("telemetry"),
     Queue("allocations"),
+    Queue("backstop"),
 )
 app.conf.task_routes = {
     "devices.tasks.watch_*": {"queue": "watchers"},
@@ -38,6 +41,9 @@ app.conf.task_routes = {
     # Reservations are decided one at a time: run exactly one consumer of this queue.
     "claims.apply_request": {"queue": "allocations"},
     "claims.verify_reservation": {"queue": "allocations"},
+    # The only tasks that write ResourceQuotas: their worker runs as its own ServiceAccount.
+    "mirror.sync_backstop": {"queue": "backstop"},
+    "mirror.check_backstops": {"queue": "backstop"},
 }
 # The beat schedule lives in code.
 app.conf.beat_schedule = {

@@ -8,11 +8,12 @@ instead of surfacing later as odd behaviour.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-__all__ = ["env_bool", "env_int", "env_list", "env_secret", "env_str"]
+__all__ = ["env_bool", "env_int", "env_list", "env_list_secret", "env_secret", "env_str"]
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -72,3 +73,9 @@ def env_secret(name: str, default: str = "") -> str:
                 f"{name}_FILE={file_name!r} cannot be read: {error}"
             ) from None
     return value if value is not None else default
+
+
+def env_list_secret(name: str) -> list[str]:
+    """Secrets from ``NAME`` or the file ``NAME_FILE`` (as :func:`env_secret`), separated by
+    commas or whitespace (one per line in a file)."""
+    return [item for item in re.split(r"[\s,]+", env_secret(name)) if item]

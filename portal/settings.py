@@ -18,7 +18,14 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from portal.durations import DurationError, parse_duration
-from portal.environment import env_bool, env_int, env_list, env_secret, env_str
+from portal.environment import (
+    env_bool,
+    env_int,
+    env_list,
+    env_list_secret,
+    env_secret,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PORTAL_VAR_DIR", str(BASE_DIR / "var")))
@@ -26,6 +33,9 @@ VAR_DIR = Path(env_str("PORTAL_VAR_DIR", str(BASE_DIR / "var")))
 DEBUG = env_bool("DEBUG", default=True)
 
 SECRET_KEY = env_secret("SECRET_KEY")
+# Former keys, which still verify what they signed (sessions, password-reset links) while
+# SECRET_KEY takes over from them: separated by commas or new lines (docs/deploy.md).
+SECRET_KEY_FALLBACKS = env_list_secret("SECRET_KEY_FALLBACKS")
 DATABASE_URL = env_secret("DATABASE_URL")
 REDIS_URL = env_secret("REDIS_URL")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])

@@ -121,6 +121,15 @@ def chromium_path() -> str:
     return path
 
 
+@pytest.fixture(scope="session")
+def kubectl_path() -> str:
+    """kubectl, for rendering deploy/ with its built-in kustomize (no cluster needed)."""
+    path = shutil.which("kubectl")
+    if path is None:
+        _unavailable("kubectl is not installed (it renders deploy/ with kustomize)")
+    return str(path)
+
+
 @pytest.fixture
 def artifacts_dir() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)

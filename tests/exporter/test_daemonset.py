@@ -1,4 +1,4 @@
-"""``deploy/exporter-daemonset.yaml`` runs the exporter on GPU nodes, probed and scraped."""
+"""``deploy/base/exporter-daemonset.yaml`` runs the exporter on GPU nodes, probed and scraped."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ from typing import Any
 
 import yaml
 
-MANIFEST = Path(__file__).resolve().parents[2] / "deploy" / "exporter-daemonset.yaml"
+MANIFEST = Path(__file__).resolve().parents[2] / "deploy" / "base" / "exporter-daemonset.yaml"
 
 
 def test_the_daemonset_probes_healthz_and_is_scraped_on_its_port() -> None:
-    daemonset: dict[str, Any] = yaml.safe_load(MANIFEST.read_text())
+    daemonset: dict[str, Any] = next(
+        doc for doc in yaml.safe_load_all(MANIFEST.read_text()) if doc["kind"] == "DaemonSet"
+    )
     pod = daemonset["spec"]["template"]
     spec = pod["spec"]
     (container,) = spec["containers"]
