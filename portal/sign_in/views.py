@@ -148,12 +148,11 @@ class LoginView(auth_views.LoginView):
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if settings.LOCAL_LOGIN == "off":
-            form = AuthenticationForm(request)
-            form.add_error(
-                None,
-                f"Signing in with a password is turned off: use {settings.OIDC_PROVIDER_NAME}.",
+            refusal = (
+                f"Signing in with a password is turned off: use {settings.OIDC_PROVIDER_NAME}."
             )
-            return self.render_to_response(self.get_context_data(form=form), status=403)
+            context = self.get_context_data(form=AuthenticationForm(request), refusal=refusal)
+            return self.render_to_response(context, status=403)
         response: HttpResponse = super().post(request, *args, **kwargs)
         return response
 
