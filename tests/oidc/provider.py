@@ -52,6 +52,7 @@ class OpenIdProvider:
         self.issuer = ""
         self._process: subprocess.Popen[str] | None = None
         self._config = ""
+        self._log: Any = None
 
     def __enter__(self) -> OpenIdProvider:
         node = require_node_packages()
@@ -72,17 +73,20 @@ class OpenIdProvider:
         handle, self._config = tempfile.mkstemp(suffix=".json", prefix="oidc-provider-")
         with os.fdopen(handle, "w") as file:
             json.dump(config, file)
+        self._log = tempfile.TemporaryFile(mode="w+")  # its warnings; read if it fails to start
         self._process = subprocess.Popen(
             [node, str(SCRIPT), self._config],
             cwd=HERE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=self._log,
             text=True,
         )
         assert self._process.stdout is not None
         line = self._process.stdout.readline()  # the script prints its issuer once listening
         if not line:
-            error = self._process.stderr.read() if self._process.stderr else ""
+            self._process.wait(timeout=10)
+            self._log.seek(0)
+            error = self._log.read()
             self.__exit__()
             raise RuntimeError(f"the test OpenID provider did not start: {error}")
         self.issuer = json.loads(line)["issuer"]
@@ -96,9 +100,9 @@ class OpenIdProvider:
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
-            for stream in (self._process.stdout, self._process.stderr):
-                if stream is not None:
-                    stream.close()
+            if self._process.stdout is not None:
+                self._process.stdout.close()
+            self._log.close()
             self._process = None
         if self._config:
             Path(self._config).unlink(missing_ok=True)
