@@ -78,3 +78,10 @@ def test_the_provider_may_take_a_tenants_last_admin_away(team_b):
 def test_people_in_the_portal_still_keep_a_tenant_admin(alice):
     with pytest.raises(LastTenantAdminError):
         remove_member(actor=None, membership=alice.memberships.get())
+
+
+def test_the_members_page_marks_the_providers_memberships(client_as, alice, team_a):
+    dana = UserFactory(username="dana")
+    sync_provider_memberships(user=dana, roles={team_a: Membership.Role.MEMBER})
+    content = client_as(alice).get("/tenants/team-a/members/").content.decode()
+    assert content.count('data-testid="from-identity-provider"') == 1

@@ -133,3 +133,17 @@ def test_without_admin_groups_the_portal_keeps_its_own_admin_flags():
     user.is_staff = True
     user.save()
     assert sign_in_with_provider(issuer=ISSUER, claims=claims()).is_staff
+
+
+def test_a_portal_admin_can_unlink_an_identity_and_it_is_audited(client_as, root):
+    user = sign_in_with_provider(issuer=ISSUER, claims=claims())
+    identity = user.external_identity
+    response = client_as(root).post(
+        f"/admin/portal/externalidentity/{identity.pk}/delete/", {"post": "yes"}
+    )
+    assert response.status_code == 302
+    assert not ExternalIdentity.objects.exists()
+    event = AuditEvent.objects.get(object_type="portal.ExternalIdentity")
+    assert event.before == {"user": "dana", "issuer": ISSUER, "subject": "0001"}
+    with pytest.raises(SignInRefused, match="named dana already exists"):
+        sign_in_with_provider(issuer=ISSUER, claims=claims())
