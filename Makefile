@@ -29,8 +29,16 @@ demo: $(VENV)/.installed
 	$(PY) manage.py migrate --no-input
 	$(PY) manage.py demo --host $(HOST) --port $(PORT) --emulator-port $(EMULATOR_PORT)
 
+# The test OpenID provider (tests/oidc, Node): installed when npm is there; without it the
+# single sign-on tests skip, saying so.
+OIDC_PROVIDER := tests/oidc/node_modules/.installed
+$(OIDC_PROVIDER): tests/oidc/package.json tests/oidc/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  cd tests/oidc && npm ci --omit=dev --no-audit --no-fund --loglevel=error && touch node_modules/.installed; \
+	else echo "npm not found: the single sign-on tests will skip (install nodejs and npm)"; fi
+
 ## test: install what is missing and run the whole suite
-test: $(VENV)/.installed-dev
+test: $(VENV)/.installed-dev $(OIDC_PROVIDER)
 	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
 
 ## lint: ruff, formatting, types of the DRA core, the import contracts and Django's checks (CI too)
@@ -43,4 +51,4 @@ lint: $(VENV)/.installed-dev
 	$(PY) manage.py makemigrations --check --dry-run
 
 clean:
-	rm -rf $(VENV) var staticfiles test-artifacts .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) var staticfiles test-artifacts .pytest_cache .ruff_cache .mypy_cache tests/oidc/node_modules

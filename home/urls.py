@@ -1,11 +1,11 @@
 """Root URLs: pages, the admin, the API (``/api/v1/``) and its documentation."""
 
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from home import views as home
+from portal.sign_in import views as sign_in
 from portal.views import api_tokens, audit, members, quotas, tenants
 
 admin.site.site_header = "DRA Portal administration"
@@ -17,8 +17,10 @@ handler500 = "portal.views.errors.server_error"
 urlpatterns = [
     path("", home.dashboard, name="dashboard"),
     path("favicon.ico", home.favicon, name="favicon"),
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("login/", sign_in.LoginView.as_view(), name="login"),
+    path("logout/", sign_in.LogoutView.as_view(), name="logout"),
+    path("oidc/authenticate/", sign_in.OidcAuthenticateView.as_view(), name="oidc-authenticate"),
+    path("oidc/callback/", sign_in.OidcCallbackView.as_view(), name="oidc-callback"),
     path("tenants/", tenants.tenant_list, name="tenant-list"),
     path("tenants/new/", tenants.tenant_create, name="tenant-new"),
     path("tenants/<slug:slug>/", tenants.tenant_detail, name="tenant-detail"),

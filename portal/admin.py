@@ -19,6 +19,7 @@ from portal.forms import DurationTextField, QuantityField
 from portal.models import (
     ApiToken,
     AuditEvent,
+    ExternalIdentity,
     IdlePolicy,
     Membership,
     Quota,
@@ -171,6 +172,7 @@ class MembershipInline(admin.TabularInline):
     model = Membership
     extra = 1
     autocomplete_fields = ["user"]
+    readonly_fields = ["source"]  # set by who adds it: the portal, or single sign-on
 
 
 class QuotaInline(admin.TabularInline):
@@ -321,8 +323,9 @@ class QuotaAdmin(ServiceAdmin):
 
 @admin.register(Membership)
 class MembershipAdmin(ServiceAdmin):
-    list_display = ["user", "tenant", "role", "created_at"]
-    list_filter = ["role", "tenant"]
+    list_display = ["user", "tenant", "role", "source", "created_at"]
+    list_filter = ["role", "source", "tenant"]
+    readonly_fields = ["source"]
     search_fields = ["user__username", "user__email", "tenant__name"]
     autocomplete_fields = ["user"]
     list_select_related = ["user", "tenant"]
@@ -334,6 +337,44 @@ class MembershipAdmin(ServiceAdmin):
 
     def delete_object(self, request: HttpRequest, obj: Membership) -> None:
         tenant_services.remove_member(actor=request.user, membership=obj)
+
+
+@admin.register(ExternalIdentity)
+class ExternalIdentityAdmin(admin.ModelAdmin):
+    """Single sign-on links are made by signing in; an admin may only see them and delete one
+    (the provider account then signs in as a new user, or is refused if the username is
+    taken: docs/sign-in.md)."""
+
+    list_display = ["user", "subject", "issuer", "last_sign_in"]
+    search_fields = ["user__username", "subject"]
+    readonly_fields = ["user", "issuer", "subject", "groups", "last_sign_in"]
+    list_select_related = ["user"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def delete_model(self, request: HttpRequest, obj: ExternalIdentity) -> None:
+        with transaction.atomic():
+            record_event(
+                actor=request.user,
+                action=AuditEvent.Action.DELETED,
+                obj=obj,
+                before={
+                    "user": obj.user.get_username(),
+                    "issuer": obj.issuer,
+                    "subject": obj.subject,
+                },
+            )
+            obj.delete()
+
+    def delete_queryset(
+        self, request: HttpRequest, queryset: models.QuerySet[ExternalIdentity]
+    ) -> None:
+        for identity in queryset.select_related("user"):
+            self.delete_model(request, identity)
 
 
 @admin.register(AuditEvent)

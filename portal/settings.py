@@ -26,6 +26,8 @@ from portal.environment import (
     env_secret,
     env_str,
 )
+from portal.sign_in.config import check_oidc_settings, local_login_mode
+from portal.sign_in.groups import parse_group_map
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PORTAL_VAR_DIR", str(BASE_DIR / "var")))
@@ -105,6 +107,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "portal.sign_in.middleware.SessionRefresh",
 ]
 
 ROOT_URLCONF = "home.urls"
@@ -161,6 +164,51 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
+
+# Sign-in (docs/sign-in.md): single sign-on with OpenID Connect (mozilla-django-oidc, the
+# authorization code flow with PKCE) when OIDC_ISSUER is set, and local passwords as
+# LOCAL_LOGIN allows. The identity provider's groups become tenant memberships and roles
+# (OIDC_GROUP_MAP) and portal admins (OIDC_ADMIN_GROUPS) at every sign-in.
+OIDC_ISSUER = env_str("OIDC_ISSUER").strip()  # exactly as the provider spells it
+OIDC_ENABLED = bool(OIDC_ISSUER)
+OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "single sign-on")  # "Sign in with ..."
+OIDC_RP_CLIENT_ID = env_str("OIDC_CLIENT_ID")
+OIDC_RP_CLIENT_SECRET = env_secret("OIDC_CLIENT_SECRET")
+OIDC_RP_SCOPES = env_str("OIDC_SCOPES", "openid email profile")
+OIDC_RP_SIGN_ALGO = env_str("OIDC_SIGN_ALGORITHM", "RS256")
+OIDC_USERNAME_CLAIM = env_str("OIDC_USERNAME_CLAIM", "preferred_username")
+OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups")  # a dotted path reaches nested claims
+OIDC_GROUP_MAP = parse_group_map(env_str("OIDC_GROUP_MAP"))  # group → tenant slug + role
+OIDC_ADMIN_GROUPS = env_list("OIDC_ADMIN_GROUPS")  # → is_staff (portal admin)
+OIDC_ADMIN_SUPERUSER = env_bool("OIDC_ADMIN_SUPERUSER", default=False)  # and is_superuser
+# First sign-in of someone whose username a local account already has: link them (true) or
+# refuse (false: a provider's preferred_username is not always controlled by its admins).
+OIDC_LINK_EXISTING_USERS = env_bool("OIDC_LINK_EXISTING_USERS", default=False)
+OIDC_END_SESSION_URL = env_str("OIDC_END_SESSION_URL")  # default: the discovery document's
+OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS = env_int("OIDC_RENEW_SECONDS", 15 * 60)  # 0: never
+OIDC_TIMEOUT = env_int("OIDC_TIMEOUT_SECONDS", 10)
+check_oidc_settings(
+    issuer=OIDC_ISSUER,
+    client_id=OIDC_RP_CLIENT_ID,
+    client_secret=OIDC_RP_CLIENT_SECRET,
+    sign_algorithm=OIDC_RP_SIGN_ALGO,
+    debug=DEBUG,
+)
+# Fixed: PKCE (S256) and a nonce on every authorization request, the client secret sent with
+# HTTP Basic (the OpenID default), the ID token kept in the session for logout at the provider.
+OIDC_USE_PKCE = True
+OIDC_USE_NONCE = True
+OIDC_TOKEN_USE_BASIC_AUTH = True
+OIDC_STORE_ID_TOKEN = True
+OIDC_AUTHENTICATION_CALLBACK_URL = "oidc-callback"
+LOCAL_LOGIN_USERS = env_list("LOCAL_LOGIN_USERS")  # break-glass accounts (LOCAL_LOGIN=listed)
+LOCAL_LOGIN = local_login_mode(
+    env_str("LOCAL_LOGIN"), oidc_enabled=OIDC_ENABLED, users=LOCAL_LOGIN_USERS
+)
+AUTHENTICATION_BACKENDS = [
+    "portal.sign_in.backends.LocalPasswordBackend",  # passwords, as LOCAL_LOGIN allows
+    "portal.sign_in.backends.OidcBackend",  # only ever called by the OIDC callback view
+]
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")

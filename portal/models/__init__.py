@@ -2,6 +2,7 @@
 
 from portal.models.api_tokens import ApiToken
 from portal.models.audit import AuditEvent
+from portal.models.identities import ExternalIdentity
 from portal.models.idle_policies import EffectiveIdlePolicy, IdlePolicy
 from portal.models.memberships import Membership
 from portal.models.quotas import Quota
@@ -11,6 +12,7 @@ __all__ = [
     "ApiToken",
     "AuditEvent",
     "EffectiveIdlePolicy",
+    "ExternalIdentity",
     "IdlePolicy",
     "Membership",
     "Quota",

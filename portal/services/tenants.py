@@ -36,6 +36,7 @@ __all__ = [
     "save_tenant",
     "set_member",
     "set_tenant_namespaces",
+    "sync_provider_memberships",
     "validate_quota",
 ]
 
@@ -199,33 +200,74 @@ def set_member(
     tenant: Tenant,
     user: AbstractBaseUser,
     role: Membership.Role,
+    source: Membership.Source = Membership.Source.PORTAL,
+    keep_an_admin: bool = True,
 ) -> Membership:
     """Adds ``user`` to the tenant with ``role``, or changes their role.
 
     A tenant keeps at least one tenant admin: demoting the last one raises
-    ``LastTenantAdminError`` (on ``role``), whoever asks.
+    ``LastTenantAdminError`` (on ``role``), whoever asks, except the identity provider's
+    membership sync (``keep_an_admin=False``), whose groups decide. ``source`` is recorded
+    on a new membership; an existing one keeps its own.
     """
     with transaction.atomic():
         Tenant.objects.select_for_update().filter(pk=tenant.pk).first()
         membership, created = Membership.objects.select_for_update().get_or_create(
-            tenant=tenant, user=user, defaults={"role": role}
+            tenant=tenant, user=user, defaults={"role": role, "source": source}
         )
         before = None if created else {"role": membership.role}
         if not created and membership.role != role:
-            if role != Membership.Role.TENANT_ADMIN:
+            if role != Membership.Role.TENANT_ADMIN and keep_an_admin:
                 _refuse_losing_the_last_admin(membership, "role")
             membership.role = role
             membership.save(update_fields=["role"])
         if created or before != {"role": role}:
+            after = {"user": user.get_username(), "role": str(role)}
+            if membership.is_from_identity_provider:
+                after["source"] = str(membership.source)
             record_event(
                 actor=actor,
                 action=AuditEvent.Action.CREATED if created else AuditEvent.Action.UPDATED,
                 obj=membership,
                 tenant=tenant,
                 before=before,
-                after={"user": user.get_username(), "role": str(role)},
+                after=after,
             )
     return membership
+
+
+def sync_provider_memberships(
+    *, user: AbstractBaseUser, roles: dict[Tenant, Membership.Role]
+) -> None:
+    """Makes the memberships the identity provider manages for ``user`` exactly ``roles``.
+
+    Called at each single sign-on with what the person's groups map to (``OIDC_GROUP_MAP``):
+    adds the missing memberships, changes roles and removes the memberships whose group the
+    person left; memberships added in the portal are never touched (a tenant the person already
+    belongs to by hand keeps that membership and its role). The provider decides, so a
+    tenant may be left without a tenant admin. Audited with no actor (the provider).
+    """
+    with transaction.atomic():
+        current = {
+            membership.tenant_id: membership
+            for membership in Membership.objects.filter(user=user).select_related("tenant")
+        }
+        for tenant, role in sorted(roles.items(), key=lambda item: item[0].pk):
+            existing = current.get(tenant.pk)
+            if existing is not None and not existing.is_from_identity_provider:
+                continue
+            set_member(
+                actor=None,
+                tenant=tenant,
+                user=user,
+                role=role,
+                source=Membership.Source.IDENTITY_PROVIDER,
+                keep_an_admin=False,
+            )
+        wanted = {tenant.pk for tenant in roles}
+        for membership in current.values():
+            if membership.is_from_identity_provider and membership.tenant_id not in wanted:
+                remove_member(actor=None, membership=membership, keep_an_admin=False)
 
 
 def add_member(
@@ -255,16 +297,20 @@ def add_member(
     return set_member(actor=actor, tenant=tenant, user=user, role=role)
 
 
-def remove_member(*, actor: AbstractBaseUser | None, membership: Membership) -> None:
+def remove_member(
+    *, actor: AbstractBaseUser | None, membership: Membership, keep_an_admin: bool = True
+) -> None:
     """Removes a member. Removing the tenant's last tenant admin raises
-    ``LastTenantAdminError``, whoever asks."""
+    ``LastTenantAdminError``, whoever asks, except the identity provider's membership sync
+    (``keep_an_admin=False``)."""
     with transaction.atomic():
         Tenant.objects.select_for_update().filter(pk=membership.tenant_id).first()
         current = Membership.objects.filter(pk=membership.pk).select_related("user", "tenant")
         locked = current.select_for_update(of=("self",)).first()
         if locked is None:
             return  # already removed: nothing to do, nothing to record
-        _refuse_losing_the_last_admin(locked, "membership")
+        if keep_an_admin:
+            _refuse_losing_the_last_admin(locked, "membership")
         record_event(
             actor=actor,
             action=AuditEvent.Action.DELETED,

@@ -20,7 +20,8 @@ from portal.models import AuditEvent
 from portal.services.api_tokens import issue_api_token
 from tests.devices.cluster_data import load_fixture_cluster
 
-PUBLIC = {"login", "logout", "favicon"}
+# Signing in: the login page and the single sign-on steps (start, the provider's callback).
+PUBLIC = {"login", "logout", "favicon", "oidc-authenticate", "oidc-callback"}
 # The inventory is not tenant data: every signed-in user may read it (who holds a device is
 # gated per claim, see tests/devices/test_device_pages.py).
 CLUSTER_WIDE = {

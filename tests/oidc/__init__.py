@@ -1,0 +1,1 @@
+"""The test OpenID provider (panva's oidc-provider on Node) and its launcher."""
