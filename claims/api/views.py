@@ -41,6 +41,7 @@ from claims.services import QuotaExceeded, release_request, renew_request, submi
 from claims.specs import SpecErrors
 from claims.utilisation import claim_utilisation, scope_utilisation
 from portal.access import get_tenant_for_user
+from portal.api.errors import Conflict
 from portal.api.parsers import BoundedJSONParser
 from portal.api.utilisation import (
     RANGE_PARAMETER,
@@ -127,11 +128,6 @@ class QuotaExceededError(exceptions.APIException):
     def __init__(self, error: QuotaExceeded) -> None:
         super().__init__(" ".join(error.check.problems) or "Over quota.")
         self.details = {"quota": QuotaCheckSerializer(error.check).data}
-
-
-class Conflict(exceptions.APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_code = "conflict"
 
 
 class IdempotencyKeyReused(exceptions.APIException):
