@@ -16,7 +16,6 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.http import Http404
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -37,7 +36,7 @@ from claims.filtersets import ClaimRequestFilterSet, ResourceClaimFilterSet
 from claims.fit import would_it_fit
 from claims.models import REQUEST_ID_LABEL, ClaimRequest, ResourceClaim, UsageRollup
 from claims.quota import quota_report
-from claims.services import QuotaExceeded, release_request, renew_request, submit_request
+from claims.services import QuotaExceeded, release_request, renew_request, submit
 from claims.specs import SpecErrors
 from claims.utilisation import claim_utilisation, scope_utilisation
 from portal.access import get_tenant_for_user
@@ -373,15 +372,14 @@ class ClaimRequestViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def create(self, request: Request) -> Response:
         body = ClaimInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        key = idempotency_key(request)
-        started = timezone.now()
         try:
-            claim_request = submit_request(
-                user=request.user, claim=body.claim_input(), idempotency_key=key
+            claim_request, replayed = submit(
+                user=request.user,
+                claim=body.claim_input(),
+                idempotency_key=idempotency_key(request),
             )
         except SpecErrors as error:
             raise refusal(error) from error
-        replayed = bool(key) and claim_request.created_at < started
         claim_request.refresh_from_db()  # applying may have run already (eager tasks)
         data = self.render([claim_request])[0]
         if replayed:
