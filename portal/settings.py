@@ -210,11 +210,9 @@ REST_FRAMEWORK = {
         "portal.api.parsers.BoundedFormParser",
         "portal.api.parsers.BoundedMultiPartParser",
     ],
-    # Per user (per address when anonymous), counted in the default cache (Redis in production).
-    "DEFAULT_THROTTLE_CLASSES": [
-        "portal.api.throttling.UserRateThrottle",
-        "portal.api.throttling.AnonRateThrottle",
-    ],
+    # Per user, counted in the default cache (Redis in production); the per-address rate of
+    # requests without valid credentials is charged during authentication (the sign-in block).
+    "DEFAULT_THROTTLE_CLASSES": ["portal.api.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "user": env_str("API_THROTTLE_USER_RATE", "1200/minute"),
         "anon": env_str("API_THROTTLE_ANON_RATE", "60/minute"),
@@ -341,6 +339,17 @@ try:
 except DurationError as error:
     raise ImproperlyConfigured(f"IDLE_*: {error}") from None
 IDLE_UTILISATION_THRESHOLD = env_int("IDLE_UTILISATION_THRESHOLD", 5)
+
+# --- Sign-in hardening: the client address, failed-authentication rate, lockouts ---------------
+# (docs/security.md, docs/configuration.md). Reverse proxies in front of the portal that append
+# to X-Forwarded-For; 0 trusts no header and uses REMOTE_ADDR (portal.client_address).
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+# DRF authenticates before it throttles, so the per-address rate (API_THROTTLE_ANON_RATE) of
+# requests without valid credentials is charged by the last authentication class.
+REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"] = [
+    *REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"],
+    "portal.api.authentication.UnauthenticatedRequests",
+]
 
 LOGGING = {
     "version": 1,
