@@ -49,9 +49,7 @@ def _post_all(user, bodies: list[dict[str, Any]]) -> list[tuple[int, dict[str, A
         client.force_authenticate(user)
         barrier.wait()
         try:
-            response = client.post(
-                REQUESTS, body, format="json", headers={"Idempotency-Key": KEY}
-            )
+            response = client.post(REQUESTS, body, format="json", headers={"Idempotency-Key": KEY})
             answer = (response.status_code, response.json())
         except Exception as error:  # noqa: BLE001  (a server error is an outcome to count)
             answer = (500, {"exception": repr(error)})
