@@ -350,6 +350,32 @@ REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"] = [
     *REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"],
     "portal.api.authentication.UnauthenticatedRequests",
 ]
+# Password sign-in (the login page and the admin's) with django-axes: after LOGIN_FAILURE_LIMIT
+# wrong passwords for one username from one client address, that pair is locked out for
+# LOGIN_LOCKOUT_COOLOFF (each try while locked out starts it again); a success clears the
+# count. Attempts live in the database (portal admins see and delete them in the admin:
+# "Access attempts"; or manage.py axes_reset_username / axes_reset_ip_username). Axes' backend
+# goes first: it refuses a locked-out pair before a password is checked. The lockout page and
+# its audit event: portal.views.sign_in, portal.services.sign_in.
+INSTALLED_APPS.append("axes")
+MIDDLEWARE.append("axes.middleware.AxesMiddleware")  # last, as axes asks
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_ENABLED = env_bool("LOGIN_LOCKOUT_ENABLED", default=True)
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+try:
+    AXES_COOLOFF_TIME = parse_duration(env_str("LOGIN_LOCKOUT_COOLOFF", "15m"))
+except DurationError as error:
+    raise ImproperlyConfigured(f"LOGIN_LOCKOUT_COOLOFF: {error}") from None
+if AXES_FAILURE_LIMIT < 1:
+    raise ImproperlyConfigured("LOGIN_FAILURE_LIMIT must be at least 1.")
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "portal.client_address.client_address"
+AXES_LOCKOUT_CALLABLE = "portal.views.sign_in.lockout_response"
+AXES_VERBOSE = False  # log the lockout's username and address only, and no banner at start-up
 
 LOGGING = {
     "version": 1,
