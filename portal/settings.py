@@ -148,6 +148,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
@@ -355,14 +356,14 @@ REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"] = [
 # LOGIN_LOCKOUT_COOLOFF (each try while locked out starts it again); a success clears the
 # count. Attempts live in the database (portal admins see and delete them in the admin:
 # "Access attempts"; or manage.py axes_reset_username / axes_reset_ip_username). Axes' backend
-# goes first: it refuses a locked-out pair before a password is checked. The lockout page and
-# its audit event: portal.views.sign_in, portal.services.sign_in.
+# goes first: it refuses a locked-out pair before any backend checks a password. Only password
+# sign-ins count (AXES_WHITELIST_CALLABLE): a single sign-on callback carries no password, and
+# its failures must not lock an address out of single sign-on. The lockout page and its audit
+# event: portal.views.sign_in, portal.services.sign_in.
 INSTALLED_APPS.append("axes")
 MIDDLEWARE.append("axes.middleware.AxesMiddleware")  # last, as axes asks
-AUTHENTICATION_BACKENDS = [
-    "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
-]
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", *AUTHENTICATION_BACKENDS]
+AXES_WHITELIST_CALLABLE = "portal.views.sign_in.is_not_a_password_sign_in"
 AXES_ENABLED = env_bool("LOGIN_LOCKOUT_ENABLED", default=True)
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
 try:

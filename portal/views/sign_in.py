@@ -1,4 +1,5 @@
-"""The answer to a sign-in that django-axes locked out (``AXES_LOCKOUT_CALLABLE``)."""
+"""django-axes' hooks: the answer to a locked-out sign-in (``AXES_LOCKOUT_CALLABLE``) and
+which sign-ins it counts (``AXES_WHITELIST_CALLABLE``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from django.utils.timesince import timeuntil
 
 from portal.middleware import api_error, is_api_request
 
-__all__ = ["lockout_response"]
+__all__ = ["is_not_a_password_sign_in", "lockout_response"]
 
 TEMPLATE = "registration/locked_out.html"
 
@@ -41,3 +42,11 @@ def lockout_response(
         response = render(request, TEMPLATE, context, status=429)
     response["Retry-After"] = str(int(cool_off.total_seconds()))
     return response
+
+
+def is_not_a_password_sign_in(request: HttpRequest, credentials: dict[str, Any] | None) -> bool:
+    """Whether axes should leave this sign-in alone: only password sign-ins are counted and
+    locked out. Another backend's attempt (a single sign-on callback, with a code and no
+    password) has no username to lock, and counting its failures per address would lock
+    everyone behind that address out of single sign-on."""
+    return credentials is not None and credentials.get("password") is None

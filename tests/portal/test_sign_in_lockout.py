@@ -153,3 +153,15 @@ def test_a_script_gets_the_lockout_in_the_api_error_format(client, bob):
     assert (error["status"], error["code"]) == (429, "locked_out")
     assert "15\xa0minutes" in error["message"]
     assert response["Retry-After"] == "900"
+
+
+def test_only_password_sign_ins_are_counted(client, rf, bob):
+    """A sign-in without a password (another backend's, e.g. a single sign-on callback) that
+    fails is neither counted nor locked out, however often it fails from one address."""
+    from django.contrib.auth import authenticate
+
+    request = rf.post("/oidc/callback/", REMOTE_ADDR="127.0.0.1")
+    for _ in range(LIMIT * 3):
+        assert authenticate(request, code="stale", state="x") is None
+    assert not AccessAttempt.objects.exists()
+    assert signed_in(sign_in(client, "bob", PASSWORD))
