@@ -1,9 +1,10 @@
 """The write paths of self-service claims (STYLE §4): every entry point — form, API, admin,
 management command, Celery task — calls these and nothing else changes a request.
 
-* :func:`submit_request`: check the input, the namespace, the class, the lease and — under the
-  tenant's row lock — the quota and the approval policy; record the request; enqueue applying
-  it once committed, or leave it waiting for approval (``claims.approvals``).
+* :func:`submit` (:func:`submit_request` answers only the request): check the input, the
+  namespace, the class, the lease and — under the tenant's row lock — the idempotency key, the
+  quota and the approval policy; record the request; enqueue applying it once committed, or
+  leave it waiting for approval (``claims.approvals``).
 * :func:`release_request` (withdraws a pending request), :func:`renew_request`,
   :func:`expire_leases`.
 * :func:`tenant_lock`: the tenant's row lock that quota checks happen under.
@@ -19,7 +20,7 @@ import contextlib
 import threading
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from celery import current_app
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -46,6 +47,7 @@ __all__ = [
     "NO_RENEWAL",
     "QuotaExceeded",
     "RENEWAL_FIELDS",
+    "Submission",
     "clear_renewal",
     "default_lease",
     "delete_class_policy",
@@ -56,6 +58,7 @@ __all__ = [
     "release_request",
     "renew_request",
     "save_class_policy",
+    "submit",
     "submit_request",
     "tenant_lock",
     "transition",
@@ -204,33 +207,66 @@ def tenant_lock(tenant_id: Any) -> Iterator[Tenant]:
         yield Tenant.objects.select_for_update().get(pk=tenant_id)
 
 
+class Submission(NamedTuple):
+    """What :func:`submit` did: the request, and whether it is one made earlier with the same
+    idempotency key and body (a retry) rather than a new one."""
+
+    request: ClaimRequest
+    replayed: bool
+
+
+def _earlier_request(
+    requester: AbstractBaseUser | None, idempotency_key: str, claim: ClaimInput
+) -> ClaimRequest | None:
+    """The committed request ``requester`` made with ``idempotency_key``, or None; raises
+    :class:`SpecErrors` on ``idempotency_key`` when it was made for another body."""
+    existing = ClaimRequest.objects.filter(
+        requested_by=requester, idempotency_key=idempotency_key
+    ).first()
+    if existing is not None and existing.form != claim.to_json():
+        raise SpecErrors({"idempotency_key": ["This key was used for a different request."]})
+    return existing
+
+
 def submit_request(
     *,
     user: AbstractBaseUser | AnonymousUser,
     claim: ClaimInput,
     idempotency_key: str = "",
 ) -> ClaimRequest:
+    """:func:`submit`, answering only the request."""
+    return submit(user=user, claim=claim, idempotency_key=idempotency_key).request
+
+
+def submit(
+    *,
+    user: AbstractBaseUser | AnonymousUser,
+    claim: ClaimInput,
+    idempotency_key: str = "",
+) -> Submission:
     """Accept a request within the tenant's quota, or raise :class:`SpecErrors` /
-    :class:`QuotaExceeded` with nothing recorded. Retrying with the same idempotency key
-    returns the first request.
+    :class:`QuotaExceeded` with nothing recorded. Retrying with the same idempotency key and
+    body answers the first request (``replayed``); the key with another body is refused on
+    ``idempotency_key``.
+
+    The key is decided race-free: requests that share it and run at once are ordered by the
+    tenant's row lock (the key is looked at again once it is held), or, across tenants, by the
+    key's unique index, which makes the second insert wait for the first transaction and fail;
+    either way the later ones answer from the first one's committed row, never with an error
+    about a claim name only that first request took.
 
     When the approval policy says so (``claims.quota.approval_reasons``) the request is
     recorded as ``PENDING_APPROVAL`` with its reasons instead: it holds no quota, nothing is
     applied and its lease starts only when approved. Over the quota it waits only when the
     quota says ``approve_over_quota``; a lease longer than the quota's maximum is refused."""
     requester = user if user.is_authenticated else None
-    if idempotency_key:
-        existing = ClaimRequest.objects.filter(
-            requested_by=requester, idempotency_key=idempotency_key
-        ).first()
-        if existing is not None:
-            if existing.form != claim.to_json():
-                raise SpecErrors(
-                    {"idempotency_key": ["This key was used for a different request."]}
-                )
-            return existing
+    if idempotency_key and (earlier := _earlier_request(requester, idempotency_key, claim)):
+        return Submission(earlier, replayed=True)
     namespace, spec, mode, devices, memory = prepare(user, claim)
     with tenant_lock(namespace.tenant_id) as tenant:
+        # Another request with this key may have committed while this one waited for the lock.
+        if idempotency_key and (earlier := _earlier_request(requester, idempotency_key, claim)):
+            return Submission(earlier, replayed=True)
         taken = (
             ClaimRequest.objects.active()
             .filter(namespace=claim.namespace, name=claim.name)
@@ -278,6 +314,10 @@ def submit_request(
                     created_at=now,
                 )
         except IntegrityError as error:
+            # The key's unique index: a request under another tenant's lock took the key and
+            # has committed by now (the insert waited for it).
+            if idempotency_key and (earlier := _earlier_request(requester, idempotency_key, claim)):
+                return Submission(earlier, replayed=True)
             raise SpecErrors(
                 {"name": [f"A claim named {claim.name} already exists in {claim.namespace}."]}
             ) from error
@@ -297,7 +337,7 @@ def submit_request(
             approval_requested.send(sender=ClaimRequest, request=request, renewal=False)
         else:
             enqueue(APPLY_TASK, request.pk)
-    return request
+    return Submission(request, replayed=False)
 
 
 def default_lease(quota: Quota | None) -> timedelta | None:

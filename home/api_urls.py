@@ -1,4 +1,10 @@
-"""``/api/v1/``: one router for every app's endpoints."""
+"""``/api/v1/``: one router for every app's endpoints.
+
+Without DRF's format-suffix routes (``/devices.json``): JSON is the default, and ``Accept`` or
+``?format=`` choose another representation. The suffix spelling existed only for the router's
+URLs, and its custom actions, which take no ``format`` argument, answered it with a 500; now
+every ``.json`` URL is a 404 in the API's error format, as a path the API does not have.
+"""
 
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
@@ -13,6 +19,7 @@ from portal.api import views
 app_name = "api"
 
 router = DefaultRouter()
+router.include_format_suffixes = False
 router.register("tenants", views.TenantViewSet, basename="tenant")
 router.register("quotas", views.QuotaViewSet, basename="quota")
 router.register("audit-events", views.AuditEventViewSet, basename="auditevent")

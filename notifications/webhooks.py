@@ -32,6 +32,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import F
 from django.utils import timezone
 
+from notifications.destinations import embedded_ipv4, is_internal
 from notifications.models import Notification, WebhookDelivery
 from portal.models import Tenant
 
@@ -101,9 +102,11 @@ class InternalDestination(ValueError):
 
 def check_destination(hostname: str) -> None:
     """Refuses a host that is or resolves to a loopback, private, link-local (cloud metadata),
-    reserved or multicast address, unless ``WEBHOOK_ALLOW_PRIVATE_ADDRESSES``: a tenant admin
-    must not make the portal's workers probe their own network. (A name that changes its answer
-    between this check and the connection can still slip through; restrict egress as well.)"""
+    reserved, multicast or other special-purpose address, or an IPv6 address that carries such
+    an IPv4 address (``notifications.destinations``), unless ``WEBHOOK_ALLOW_PRIVATE_ADDRESSES``:
+    a tenant admin must not make the portal's workers probe their own network. (A name that
+    changes its answer between this check and the connection can still slip through; restrict
+    egress as well.)"""
     if settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES:
         return
     try:
@@ -112,10 +115,12 @@ def check_destination(hostname: str) -> None:
         raise OSError(f"Cannot resolve {hostname}: {failure}") from failure
     for *_, sockaddr in infos:
         address = ipaddress.ip_address(str(sockaddr[0]).split("%")[0])
-        if not address.is_global or address.is_multicast:
+        if is_internal(address):
+            carried = embedded_ipv4(address) if isinstance(address, ipaddress.IPv6Address) else []
+            forms = "".join(f" ({form} of {ipv4})" for form, ipv4 in carried)
             raise InternalDestination(
-                f"{hostname} resolves to {address}, an internal address; webhooks go to "
-                "public receivers (a portal admin can allow internal ones with "
+                f"{hostname} resolves to {address}{forms}, an internal address; webhooks go "
+                "to public receivers (a portal admin can allow internal ones with "
                 "WEBHOOK_ALLOW_PRIVATE_ADDRESSES)."
             )
 

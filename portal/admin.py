@@ -215,6 +215,17 @@ class TenantAdmin(ServiceAdmin):
     def delete_object(self, request: HttpRequest, obj: Tenant) -> None:
         tenant_services.delete_tenant(actor=request.user, tenant=obj)
 
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple[Any, ...]:
+        """The confirmation page (one tenant, or the bulk action) says, with the service's
+        words, why a tenant cannot be deleted instead of listing each protected row; the
+        admin then refuses the deletion, as the service would."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        refusals = [r for r in map(tenant_services.deletion_refusal, objs) if r is not None]
+        if refusals:
+            # Shown instead of the rows the admin could not delete (the claim requests).
+            return deleted, counts, set(), refusals
+        return deleted, counts, perms_needed, protected
+
     def save_formset(
         self, request: HttpRequest, form: ModelForm, formset: BaseInlineFormSet, change: bool
     ) -> None:

@@ -11,6 +11,7 @@ class PortalConfig(AppConfig):
 
     def ready(self) -> None:
         _remember_cell_signatures()
+        from portal import receivers  # noqa: F401  (connects the signal receivers)
 
 
 def _remember_cell_signatures() -> None:

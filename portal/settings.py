@@ -268,11 +268,9 @@ REST_FRAMEWORK = {
         "portal.api.parsers.BoundedFormParser",
         "portal.api.parsers.BoundedMultiPartParser",
     ],
-    # Per user (per address when anonymous), counted in the default cache (Redis in production).
-    "DEFAULT_THROTTLE_CLASSES": [
-        "portal.api.throttling.UserRateThrottle",
-        "portal.api.throttling.AnonRateThrottle",
-    ],
+    # Per user, counted in the default cache (Redis in production); the per-address rate of
+    # requests without valid credentials is charged during authentication (the sign-in block).
+    "DEFAULT_THROTTLE_CLASSES": ["portal.api.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "user": env_str("API_THROTTLE_USER_RATE", "1200/minute"),
         "anon": env_str("API_THROTTLE_ANON_RATE", "60/minute"),
@@ -399,6 +397,43 @@ try:
 except DurationError as error:
     raise ImproperlyConfigured(f"IDLE_*: {error}") from None
 IDLE_UTILISATION_THRESHOLD = env_int("IDLE_UTILISATION_THRESHOLD", 5)
+
+# --- Sign-in hardening: the client address, failed-authentication rate, lockouts ---------------
+# (docs/security.md, docs/configuration.md). Reverse proxies in front of the portal that append
+# to X-Forwarded-For; 0 trusts no header and uses REMOTE_ADDR (portal.client_address).
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+# DRF authenticates before it throttles, so the per-address rate (API_THROTTLE_ANON_RATE) of
+# requests without valid credentials is charged by the last authentication class.
+REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"] = [
+    *REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"],
+    "portal.api.authentication.UnauthenticatedRequests",
+]
+# Password sign-in (the login page and the admin's) with django-axes: after LOGIN_FAILURE_LIMIT
+# wrong passwords for one username from one client address, that pair is locked out for
+# LOGIN_LOCKOUT_COOLOFF (each try while locked out starts it again); a success clears the
+# count. Attempts live in the database (portal admins see and delete them in the admin:
+# "Access attempts"; or manage.py axes_reset_username / axes_reset_ip_username). Axes' backend
+# goes first: it refuses a locked-out pair before any backend checks a password. Only password
+# sign-ins count (AXES_WHITELIST_CALLABLE): a single sign-on callback carries no password, and
+# its failures must not lock an address out of single sign-on. The lockout page and its audit
+# event: portal.views.sign_in, portal.services.sign_in.
+INSTALLED_APPS.append("axes")
+MIDDLEWARE.append("axes.middleware.AxesMiddleware")  # last, as axes asks
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", *AUTHENTICATION_BACKENDS]
+AXES_WHITELIST_CALLABLE = "portal.views.sign_in.is_not_a_password_sign_in"
+AXES_ENABLED = env_bool("LOGIN_LOCKOUT_ENABLED", default=True)
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+try:
+    AXES_COOLOFF_TIME = parse_duration(env_str("LOGIN_LOCKOUT_COOLOFF", "15m"))
+except DurationError as error:
+    raise ImproperlyConfigured(f"LOGIN_LOCKOUT_COOLOFF: {error}") from None
+if AXES_FAILURE_LIMIT < 1:
+    raise ImproperlyConfigured("LOGIN_FAILURE_LIMIT must be at least 1.")
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "portal.client_address.client_address"
+AXES_LOCKOUT_CALLABLE = "portal.views.sign_in.lockout_response"
+AXES_VERBOSE = False  # log the lockout's username and address only, and no banner at start-up
 
 LOGGING = {
     "version": 1,

@@ -16,7 +16,6 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.http import Http404
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -37,10 +36,11 @@ from claims.filtersets import ClaimRequestFilterSet, ResourceClaimFilterSet
 from claims.fit import would_it_fit
 from claims.models import REQUEST_ID_LABEL, ClaimRequest, ResourceClaim, UsageRollup
 from claims.quota import quota_report
-from claims.services import QuotaExceeded, release_request, renew_request, submit_request
+from claims.services import QuotaExceeded, release_request, renew_request, submit
 from claims.specs import SpecErrors
 from claims.utilisation import claim_utilisation, scope_utilisation
 from portal.access import get_tenant_for_user
+from portal.api.errors import Conflict
 from portal.api.parsers import BoundedJSONParser
 from portal.api.utilisation import (
     RANGE_PARAMETER,
@@ -127,11 +127,6 @@ class QuotaExceededError(exceptions.APIException):
     def __init__(self, error: QuotaExceeded) -> None:
         super().__init__(" ".join(error.check.problems) or "Over quota.")
         self.details = {"quota": QuotaCheckSerializer(error.check).data}
-
-
-class Conflict(exceptions.APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_code = "conflict"
 
 
 class IdempotencyKeyReused(exceptions.APIException):
@@ -377,15 +372,14 @@ class ClaimRequestViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def create(self, request: Request) -> Response:
         body = ClaimInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        key = idempotency_key(request)
-        started = timezone.now()
         try:
-            claim_request = submit_request(
-                user=request.user, claim=body.claim_input(), idempotency_key=key
+            claim_request, replayed = submit(
+                user=request.user,
+                claim=body.claim_input(),
+                idempotency_key=idempotency_key(request),
             )
         except SpecErrors as error:
             raise refusal(error) from error
-        replayed = bool(key) and claim_request.created_at < started
         claim_request.refresh_from_db()  # applying may have run already (eager tasks)
         data = self.render([claim_request])[0]
         if replayed:

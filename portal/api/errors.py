@@ -18,7 +18,15 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-__all__ = ["exception_handler"]
+__all__ = ["Conflict", "exception_handler"]
+
+
+class Conflict(exceptions.APIException):
+    """409 ``conflict``: the request is allowed, but the state of what it names refuses it
+    (a claim request that has ended, a tenant that still has claim requests)."""
+
+    status_code = 409
+    default_code = "conflict"
 
 
 def _first_message(detail: Any) -> str:

@@ -1,17 +1,30 @@
-"""Per-user (and per-address for anonymous) request rates on the API.
+"""Request rates on the API: per user, and per client address for requests without valid
+credentials.
 
-DRF's throttles read their rates once, when their module is imported; these read
-``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]`` on each request, so settings (and tests)
-can change them. Counters live in the default cache: Redis in production, shared by every
-worker. A throttled request is a 429 in the API's error format with ``Retry-After``.
+DRF authenticates (and checks permissions) before it throttles, so a throttle never sees a
+request whose credentials fail or that has none: every API endpoint needs a user, and such a
+request is answered 401 first. The address rate is therefore charged during authentication:
+:class:`~portal.api.authentication.ApiTokenAuthentication` charges a token that fails, and
+:class:`~portal.api.authentication.UnauthenticatedRequests`, the last authentication class,
+charges a request that no class authenticated. Beyond ``API_THROTTLE_ANON_RATE`` they get 429
+with ``Retry-After`` instead of 401. Valid credentials are never charged to the address.
+
+Rates are read from ``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]`` on each request (DRF's own
+throttles read them once, at import), so settings and tests can change them; ``None`` turns
+one off. Counters live in the default cache: Redis in production, shared by every worker.
+Addresses come from :func:`portal.client_address.client_address` (``TRUSTED_PROXY_COUNT``).
 """
 
 from __future__ import annotations
 
-from rest_framework import throttling
+from typing import Any
+
+from rest_framework import exceptions, throttling
 from rest_framework.settings import api_settings
 
-__all__ = ["AnonRateThrottle", "UserRateThrottle"]
+from portal.client_address import client_address
+
+__all__ = ["UnauthenticatedRateThrottle", "UserRateThrottle", "charge_unauthenticated"]
 
 
 class _CurrentRates:
@@ -25,5 +38,19 @@ class UserRateThrottle(_CurrentRates, throttling.UserRateThrottle):
     pass
 
 
-class AnonRateThrottle(_CurrentRates, throttling.AnonRateThrottle):
-    pass
+class UnauthenticatedRateThrottle(_CurrentRates, throttling.SimpleRateThrottle):
+    """The ``anon`` rate, per client address. Unlike DRF's ``AnonRateThrottle`` it never reads
+    ``request.user``: it runs while the user is being found."""
+
+    scope = "anon"
+
+    def get_cache_key(self, request: Any, view: Any) -> str:
+        return self.cache_format % {"scope": self.scope, "ident": client_address(request)}
+
+
+def charge_unauthenticated(request: Any) -> None:
+    """Counts a request without valid credentials against its address; raises ``Throttled``
+    (429, ``Retry-After``) once the address is over the rate."""
+    throttle = UnauthenticatedRateThrottle()
+    if not throttle.allow_request(request, None):
+        raise exceptions.Throttled(throttle.wait())

@@ -10,7 +10,12 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.http import Http404
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
@@ -19,6 +24,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.access import get_tenant_for_user
+from portal.api.errors import Conflict
 from portal.api.permissions import ReadForMembersWriteForStaff
 from portal.api.serializers import (
     AuditEventSerializer,
@@ -44,6 +50,20 @@ class CurrentUserView(APIView):
         return Response(CurrentUserSerializer(request.user).data)
 
 
+@extend_schema_view(
+    destroy=extend_schema(
+        summary="Delete a tenant (portal admins)",
+        description="Deletes the tenant with its namespaces, members and quotas. A tenant "
+        "that has claim requests, in any state (they are its history), is kept: 409 "
+        "`conflict`, the message says what still belongs to it.",
+        responses={
+            204: None,
+            409: OpenApiResponse(
+                description="Claim requests still belong to the tenant (`conflict`)."
+            ),
+        },
+    )
+)
 class TenantViewSet(viewsets.ModelViewSet):
     """Tenants you belong to (all of them for portal admins). Writes: portal admins.
 
@@ -74,7 +94,10 @@ class TenantViewSet(viewsets.ModelViewSet):
         )
 
     def perform_destroy(self, instance: Tenant) -> None:
-        tenant_services.delete_tenant(actor=self.request.user, tenant=instance)
+        try:
+            tenant_services.delete_tenant(actor=self.request.user, tenant=instance)
+        except tenant_services.TenantInUseError as refused:
+            raise Conflict(" ".join(refused.messages)) from refused
 
     def _member_tenant(self, request: Request, slug: str | None) -> Tenant:
         """Another tenant is 404; changing members needs a tenant admin or portal admin (403)."""

@@ -45,6 +45,7 @@ class AuditEvent(models.Model):
         CLAIM_RECLAIM_SKIPPED = "claim_reclaim_skipped", "Idle claim kept: a pod reserves it"
         RENEWAL_REQUESTED = "renewal_requested", "Lease renewal waits for approval"
         RENEWAL_EXPIRED = "renewal_expired", "Lease renewal not decided in time"
+        SIGN_IN_LOCKED_OUT = "sign_in_locked_out", "Sign-in locked out"
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(

@@ -16,7 +16,7 @@ from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import models, transaction
 from django.utils.text import slugify
 
 from portal.models import AuditEvent, Membership, Quota, Tenant, TenantNamespace
@@ -27,10 +27,12 @@ from portal.signals import namespaces_changed, quotas_changed
 __all__ = [
     "LastTenantAdminError",
     "QUOTA_FIELDS",
+    "TenantInUseError",
     "add_member",
     "cluster_device_class_names",
     "delete_quota",
     "delete_tenant",
+    "deletion_refusal",
     "remove_member",
     "save_quota",
     "save_tenant",
@@ -159,8 +161,48 @@ def set_tenant_namespaces(
     return save_tenant(actor=actor, tenant=tenant, namespaces=namespaces)
 
 
+class TenantInUseError(ValidationError):
+    """Deleting a tenant that rows it cannot take along still belong to (its claim requests)."""
+
+
+def deletion_refusal(tenant: Tenant) -> str | None:
+    """Why ``tenant`` cannot be deleted, or None when it can.
+
+    What belongs to a tenant and goes with it (namespaces, members, quotas, its notifications)
+    is deleted with it; rows that refer to it with ``on_delete=PROTECT`` are kept whatever
+    their state (the claim requests are its history), so while any exist the tenant stays.
+    Found from the model's relations, so the tenancy layer names no app above it."""
+    held = []
+    for relation in Tenant._meta.related_objects:
+        if relation.on_delete is not models.PROTECT:
+            continue
+        related = relation.related_model._meta
+        count = relation.related_model._default_manager.filter(
+            **{relation.field.name: tenant}
+        ).count()
+        if count:
+            held.append(
+                f"{count} {related.verbose_name if count == 1 else related.verbose_name_plural}"
+            )
+    if not held:
+        return None
+    return (
+        f"{tenant.name} cannot be deleted: {' and '.join(held)} still belong to it, and are "
+        "kept as its history whatever their state. To retire the tenant, remove its members, "
+        "namespaces and quotas instead."
+    )
+
+
 def delete_tenant(*, actor: AbstractBaseUser | None, tenant: Tenant) -> None:
+    """Deletes the tenant and what goes with it, audited; raises :class:`TenantInUseError`
+    (``deletion_refusal``) with nothing changed when rows it cannot take along refer to it.
+    The tenant's row lock orders it with submissions (``claims.services.tenant_lock``), so a
+    claim request made meanwhile is either counted or refused for the missing tenant."""
     with transaction.atomic():
+        tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
+        refusal = deletion_refusal(tenant)
+        if refusal is not None:
+            raise TenantInUseError(refusal)
         before = _tenant_state(tenant)
         record_event(actor=actor, action=AuditEvent.Action.DELETED, obj=tenant, before=before)
         tenant.delete()

@@ -90,6 +90,30 @@ def test_with_nothing_set_the_portal_runs_on_sqlite_with_in_process_tasks():
     assert result.stdout.strip().splitlines()[-1] == "django.db.backends.sqlite3 True True"
 
 
+def test_the_sign_in_lockout_is_configured_from_the_environment():
+    result = run_manage(
+        "shell",
+        "-c",
+        "from django.conf import settings as s; "
+        "print(s.AXES_FAILURE_LIMIT, int(s.AXES_COOLOFF_TIME.total_seconds()), s.AXES_ENABLED, "
+        "s.TRUSTED_PROXY_COUNT)",
+        LOGIN_FAILURE_LIMIT="8",
+        LOGIN_LOCKOUT_COOLOFF="1h",
+        TRUSTED_PROXY_COUNT="1",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "8 3600 True 1"
+
+
+def test_a_bad_lockout_setting_is_a_clear_error():
+    assert "LOGIN_LOCKOUT_COOLOFF: 'soon' is not a duration" in (
+        run_manage("check", LOGIN_LOCKOUT_COOLOFF="soon").stderr
+    )
+    assert "LOGIN_FAILURE_LIMIT must be at least 1" in (
+        run_manage("check", LOGIN_FAILURE_LIMIT="0").stderr
+    )
+
+
 def test_a_bad_group_mapping_stops_the_start_naming_the_entry():
     result = run_manage(
         "check",

@@ -2,7 +2,9 @@
 
 Every page needs a login, every API endpoint answers 401/403 anonymously, and another tenant's
 objects are 404. A new URL with a parameter must be given a sample object below, so no URL can
-be added without being checked.
+be added without being checked. The API has no format-suffix spelling (``/devices.json``):
+every API URL with ``.json`` appended is a clean 404, never a 500 (custom actions answered 500
+to it, "unexpected keyword argument 'format'").
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 
 from claims.models import ClaimRequest
 from devices.models import Device, ResourceSlice
@@ -51,10 +53,7 @@ def _walk(patterns: list[Any], namespace: str = "") -> Iterator[tuple[str, list[
             inner = f"{namespace}{pattern.namespace}:" if pattern.namespace else namespace
             yield from _walk(pattern.url_patterns, inner)
         elif isinstance(pattern, URLPattern) and pattern.name:
-            params = list(pattern.pattern.regex.groupindex)
-            if "format" in params:
-                continue  # DRF's ".json" suffix variants of routes checked without suffix
-            yield f"{namespace}{pattern.name}", params
+            yield f"{namespace}{pattern.name}", list(pattern.pattern.regex.groupindex)
 
 
 def all_url_names() -> list[tuple[str, list[str]]]:
@@ -194,3 +193,37 @@ def test_the_schema_and_api_docs_are_served_offline(client_as, carol):
     assert docs.status_code == 200
     assert b"/static/drf_spectacular_sidecar/" in docs.content
     assert b"cdn" not in docs.content.lower()
+
+
+def test_no_api_url_takes_a_format_suffix():
+    suffixed = [name for name, params in all_url_names() if "format" in params]
+    assert suffixed == [], "the API router must not add format-suffix routes"
+
+
+def _methods(url: str) -> list[str]:
+    """The HTTP methods the view behind ``url`` answers."""
+    view = resolve(url).func
+    answered = getattr(view, "actions", None) or dir(view.cls)  # type: ignore[attr-defined]
+    return [method for method in ("get", "post", "put", "patch", "delete") if method in answered]
+
+
+@pytest.mark.django_db
+def test_every_api_url_with_a_json_suffix_is_a_clean_404(client_as, root, team_a_objects):
+    client = client_as(root)
+    checked = 0
+    for name, params in all_url_names():
+        if not name.startswith("api:"):
+            continue
+        url = reverse(name, kwargs=sample_kwargs(name, params, team_a_objects))
+        for method in _methods(url):
+            suffixed = url.rstrip("/") + ".json"
+            response = getattr(client, method)(suffixed, {}, content_type="application/json")
+            where = f"{method.upper()} {suffixed} answered {response.status_code}"
+            if response.status_code == 301:
+                # A dotted name (a node's DNS name) with the slash added is another URL.
+                assert response["Location"].endswith(suffixed + "/"), where
+                continue
+            assert response.status_code == 404, where
+            assert response.json()["error"]["code"] == "not_found", where
+            checked += 1
+    assert checked >= 40
