@@ -23,6 +23,9 @@ RELOAD = """([selector, swap]) => new Promise((done) => {
     .then(() => done(true));
 })"""
 
+SET_VISIBILITY = """state => Object.defineProperty(
+  document, "visibilityState", {value: state, configurable: true})"""
+
 
 def requests_to(page, path: str) -> list[str]:
     seen: list[str] = []
@@ -46,10 +49,10 @@ def test_a_hidden_tab_skips_the_polls_and_a_visible_one_reloads(
     page.goto(f"{live_server.url}/nodes/")
     page.wait_for_load_state("networkidle")
     seen = requests_to(page, "/nodes/")
-    page.evaluate("Object.defineProperty(document, 'visibilityState', {value: 'hidden', configurable: true})")
+    page.evaluate(SET_VISIBILITY, "hidden")
     page.evaluate(RELOAD, ["#node-table", "outerHTML"])
     assert seen == []
-    page.evaluate("Object.defineProperty(document, 'visibilityState', {value: 'visible', configurable: true})")
+    page.evaluate(SET_VISIBILITY, "visible")
     page.evaluate(RELOAD, ["#node-table", "outerHTML"])
     assert len(seen) == 1
 
