@@ -149,8 +149,8 @@ def test_every_key_page_satisfies_the_content_security_policy_for_every_persona(
             visit(page, base + path, artifacts_dir / f"csp-{name}.png" if keep else None)
     watcher.assert_none()
 
-    # The pages where scripts do most: as bob, the New claim form's live preview, typed into
-    # (htmx requests and swaps, the quota bars); the node page's live devices re-rendered.
+    # The pages where scripts do most, as bob: the New claim form's live preview, typed into
+    # (htmx requests and swaps, the quota bars), and a chart's time range.
     sign_in("bob")
     visit(page, f"{base}/claims/requests/new/")
     page.select_option("select[name=namespace]", "gpu-test1")
@@ -166,6 +166,11 @@ def test_every_key_page_satisfies_the_content_security_policy_for_every_persona(
     )
     page.wait_for_load_state("networkidle")
     page.screenshot(path=artifacts_dir / "csp-new-claim.png", full_page=True)
+    # A chart's time range (boosted links that swap the chart in).
+    visit(page, base + pages["device"])
+    page.locator("nav[aria-label='Time range'] a", has_text="6 h").first.click()
+    page.wait_for_selector("nav[aria-label='Time range'] a.active:has-text('6 h')")
+    page.wait_for_load_state("networkidle")
 
     # As a portal admin: Django's admin and the API's documentation (Swagger UI) and its
     # browsable API.
