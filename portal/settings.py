@@ -197,18 +197,18 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
-# Content-Security-Policy (django-csp, portal/content_security.py): strict, nothing inline, no
+# Content-Security-Policy (django-csp, portal/security_headers.py): strict, nothing inline, no
 # eval. Forms may also go to the identity provider (the origins of the OIDC_* URLs, plus
 # CSP_FORM_ACTION); CSP_REPORT_ONLY=true sends it as Content-Security-Policy-Report-Only, and
 # CSP_REPORT_URI names where browsers report violations.
 # (No setting of ours may start with CSP_: django-csp takes those for its old format.)
-content_security = content_security_policy(
+_content_security = content_security_policy(
     form_action=[*identity_provider_origins(os.environ), *env_list("CSP_FORM_ACTION")],
     report_uri=env_str("CSP_REPORT_URI"),
 )
-report_only = env_bool("CSP_REPORT_ONLY", default=False)
-CONTENT_SECURITY_POLICY = None if report_only else content_security
-CONTENT_SECURITY_POLICY_REPORT_ONLY = content_security if report_only else None
+_report_only = env_bool("CSP_REPORT_ONLY", default=False)
+CONTENT_SECURITY_POLICY = None if _report_only else _content_security
+CONTENT_SECURITY_POLICY_REPORT_ONLY = _content_security if _report_only else None
 # Permissions-Policy (django-permissions-policy): every powerful feature off but clipboard-write.
 PERMISSIONS_POLICY = PORTAL_PERMISSIONS_POLICY
 # --- end of security headers.
