@@ -26,6 +26,8 @@ from portal.environment import (
     env_secret,
     env_str,
 )
+from portal.security_headers import PERMISSIONS_POLICY as PORTAL_PERMISSIONS_POLICY
+from portal.security_headers import content_security_policy, identity_provider_origins
 from portal.sign_in.config import check_oidc_settings, local_login_mode
 from portal.sign_in.groups import parse_group_map
 
@@ -87,6 +89,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "csp",
     "portal",
     "devices",
     "claims",
@@ -96,16 +99,20 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Security headers first: they reach every response, including the API's error format
+    # (which replaces other middlewares' responses) and the request limits' refusals.
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "django_permissions_policy.PermissionsPolicyMiddleware",
     "portal.middleware.ApiErrorFormatMiddleware",
     "portal.middleware.RequestLimitsMiddleware",
-    "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "portal.sign_in.middleware.SessionRefresh",
 ]
@@ -234,15 +241,35 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = not DEBUG
 CSRF_COOKIE_SECURE = not DEBUG
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
-SECURE_CONTENT_TYPE_NOSNIFF = True
-SECURE_REFERRER_POLICY = "same-origin"
-X_FRAME_OPTIONS = "DENY"
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+if env_bool("SECURE_PROXY_SSL_HEADER", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# --- Security headers (docs/security.md "Headers"); the middlewares are first in MIDDLEWARE.
+# HSTS: on in production (sent on HTTPS requests: TLS at gunicorn, or at a proxy trusted with
+# SECURE_PROXY_SSL_HEADER); SECURE_HSTS_SECONDS=0 turns it off.
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31536000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not DEBUG)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=not DEBUG)
-if env_bool("SECURE_PROXY_SSL_HEADER", default=False):
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (django-csp, portal/security_headers.py): strict, nothing inline, no
+# eval. Forms may also go to the identity provider (the origins of the OIDC_* URLs, plus
+# CSP_FORM_ACTION); CSP_REPORT_ONLY=true sends it as Content-Security-Policy-Report-Only, and
+# CSP_REPORT_URI names where browsers report violations.
+# (No setting of ours may start with CSP_: django-csp takes those for its old format.)
+_content_security = content_security_policy(
+    form_action=[*identity_provider_origins(os.environ), *env_list("CSP_FORM_ACTION")],
+    report_uri=env_str("CSP_REPORT_URI"),
+)
+_report_only = env_bool("CSP_REPORT_ONLY", default=False)
+CONTENT_SECURITY_POLICY = None if _report_only else _content_security
+CONTENT_SECURITY_POLICY_REPORT_ONLY = _content_security if _report_only else None
+# Permissions-Policy (django-permissions-policy): every powerful feature off but clipboard-write.
+PERMISSIONS_POLICY = PORTAL_PERMISSIONS_POLICY
+# --- end of security headers.
 
 # Input limits (docs/security.md): refused with a 4xx before a view or the database sees them.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("REQUEST_BODY_MAX_BYTES", 1024 * 1024)

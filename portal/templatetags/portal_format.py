@@ -1,7 +1,8 @@
 """``{% load portal_format %}``: device memory as a Kubernetes quantity (``{{ bytes|quantity }}``
 → ``80Gi``; ``|rough_quantity`` for usage: ``318.6Gi``) and durations the way they are typed
 (``{{ lease|duration }}`` → ``7d``); blank limits read "unlimited". ``{% cel_error message %}``
-shows a CEL error with its diagram (the expression, a caret under the column) in monospace."""
+shows a CEL error with its diagram (the expression, a caret under the column) in monospace.
+``{{ percent|width_class }}`` sizes a bar without a ``style`` attribute."""
 
 from __future__ import annotations
 
@@ -26,6 +27,16 @@ def quantity(value: int | None, blank: str = "unlimited") -> str:
 def rough_quantity(value: int | None, blank: str = "unlimited") -> str:
     """Usage, read not typed: ``318.6Gi`` rather than ``326236Mi`` (exact in a tooltip)."""
     return blank if value is None else format_bytes_roughly(int(value))
+
+
+@register.filter
+def width_class(percent: float | None) -> str:
+    """The class that gives an element ``percent`` % of its container's width, in whole
+    percent (``w-pct-0`` … ``w-pct-100``, static/css/portal.css): the Content-Security-Policy
+    allows no ``style`` attribute."""
+    if percent is None:
+        return "w-pct-0"
+    return f"w-pct-{min(100, max(0, round(float(percent))))}"
 
 
 @register.filter

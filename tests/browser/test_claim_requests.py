@@ -36,6 +36,7 @@ def test_bob_requests_two_h100s_on_one_numa_node_and_releases_them(
     page.fill("textarea[name=selectors]", H100)
     page.wait_for_selector("[data-testid=preview-matching]")
     page.wait_for_function(
+        "() => "
         "document.querySelector('[data-testid=preview-matching]')?.innerText.includes('16 devices')"
     )
     assert page.locator("#constraint-nvlink").is_disabled()
@@ -43,6 +44,7 @@ def test_bob_requests_two_h100s_on_one_numa_node_and_releases_them(
     fit = page.locator("[data-testid=preview-fit]")
     fit.wait_for()
     page.wait_for_function(
+        "() => "
         "document.querySelector('[data-testid=preview-fit]')?.innerText.includes('fit now on')"
     )
     assert "It would fit now" in fit.inner_text()
@@ -54,11 +56,13 @@ def test_bob_requests_two_h100s_on_one_numa_node_and_releases_them(
         'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0',
     )
     page.wait_for_function(
+        "() => "
         "document.querySelector('[data-testid=preview-hints]')?.innerText.includes('79.6 GiB')"
     )
     page.screenshot(path=artifacts_dir / "claims-new-preview-80gi.png", full_page=True)
     page.fill("textarea[name=selectors]", H100)
     page.wait_for_function(
+        "() => "
         "document.querySelector('[data-testid=preview-fit]')?.innerText.includes('fit now on')"
     )
 

@@ -41,23 +41,25 @@ def test_it_keeps_the_address_the_form_and_the_list_in_step(
     page.goto(f"{live_server.url}/devices/")
 
     page.select_option("select[name=model]", A100)
-    page.wait_for_function("new URLSearchParams(location.search).get('model') !== null")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('model') !== null")
     by_model = _rows(page)
     page.select_option("select[name=state]", "free")
-    page.wait_for_function("new URLSearchParams(location.search).get('state') === 'free'")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('state') === 'free'")
     assert _url_filters(page) == _form_filters(page) == {"model": A100, "state": "free"}
     free_of_model = _rows(page)
     assert free_of_model != by_model
 
     # Back to the model alone: the form says what the address and the list say ...
     page.go_back()
-    page.wait_for_function("new URLSearchParams(location.search).get('state') !== 'free'")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('state') !== 'free'")
     assert _url_filters(page) == _form_filters(page) == {"model": A100}
     assert _rows(page) == by_model
 
     # ... so the next change keeps the model, and a reload shows the same list.
     page.select_option("select[name=node]", "dgx-a100-01")
-    page.wait_for_function("new URLSearchParams(location.search).get('node') === 'dgx-a100-01'")
+    page.wait_for_function(
+        "() => new URLSearchParams(location.search).get('node') === 'dgx-a100-01'"
+    )
     assert _url_filters(page) == _form_filters(page) == {"model": A100, "node": "dgx-a100-01"}
     shown = _rows(page)
     page.reload()

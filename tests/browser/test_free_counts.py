@@ -30,6 +30,7 @@ def test_bob_sees_the_same_free_counts_in_the_preview_as_on_the_class_pages(
     page.fill("input[name=name]", "free-counts")
     page.select_option("select[name=device_class]", "gpu.nvidia.com")
     page.wait_for_function(
+        "() => "
         "document.querySelector('[data-testid=preview-matching]')?.innerText.includes('24 devices')"
     )
     matching = page.locator("[data-testid=preview-matching]").inner_text()
@@ -42,7 +43,7 @@ def test_bob_sees_the_same_free_counts_in_the_preview_as_on_the_class_pages(
     page.fill("textarea[name=selectors]", ONE_G_ME)
     # The class's own preview (all 200 partitions) may land first: wait for the selector's.
     page.wait_for_function(
-        "(() => { const m = document.querySelector('[data-testid=preview-matching]');"
+        "() => (() => { const m = document.querySelector('[data-testid=preview-matching]');"
         " return m && !m.innerText.startsWith('200 devices')"
         " && document.querySelector('[data-testid=preview-fit-together]'); })()"
     )

@@ -42,6 +42,7 @@ def test_alice_approves_bobs_request_from_the_queue_and_it_is_applied(
     approvals = page.get_by_role("link", name="Approvals")
     approvals.wait_for()
     page.wait_for_function(  # the count badge, loaded by htmx after the page
+        "() => "
         "document.querySelector('nav a[href=\"/approvals/\"]')?.innerText.trim().endsWith('1')"
     )
     approvals.click()
@@ -52,7 +53,7 @@ def test_alice_approves_bobs_request_from_the_queue_and_it_is_applied(
     page.fill("input[name=comment]", "Go ahead.")
     page.get_by_role("button", name="Approve").click()
     page.wait_for_function(
-        "document.querySelector('main')?.innerText.includes('Approved by alice')"
+        "() => document.querySelector('main')?.innerText.includes('Approved by alice')"
     )
     request.refresh_from_db()
     assert request.state in (ClaimRequest.State.ALLOCATING, ClaimRequest.State.APPLIED)

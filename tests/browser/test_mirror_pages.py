@@ -32,7 +32,9 @@ def test_a_portal_admin_browses_nodes_and_devices(
     page.goto(f"{live_server.url}/devices/")
     page.select_option("select[name=node]", "dgx-h100-01")
     page.wait_for_url("**/devices/?*node=dgx-h100-01*")
-    page.wait_for_function("document.querySelectorAll('#device-table tbody tr').length === 10")
+    page.wait_for_function(
+        "() => document.querySelectorAll('#device-table tbody tr').length === 10"
+    )
     # the export follows the filters, and the table polls with them
     assert "node=dgx-h100-01" in page.locator("[data-testid=export]").get_attribute("href")
     assert "node=dgx-h100-01" in page.locator("#device-table").get_attribute("hx-get")

@@ -43,7 +43,7 @@ def settle(page) -> None:
     (and the test database is one in-memory SQLite that locks whole tables)."""
     page.locator("h1").first.click()  # leave the field: its change event fires now
     page.wait_for_timeout(400)  # the preview's trigger delay (300 ms)
-    page.wait_for_function("!document.querySelector('.htmx-request')")
+    page.wait_for_function("() => !document.querySelector('.htmx-request')")
 
 
 def shot(page, artifacts_dir: Path, name: str) -> None:
@@ -91,10 +91,10 @@ def test_the_readme_journey_holds_sentence_by_sentence(
     # The lease is in sight, and an empty one needs no approval in team-a.
     assert page.locator("[data-testid=lease-input]").is_visible()
     page.wait_for_function(
-        "document.querySelector('[data-testid=lease-hint]')?.innerText.includes('Empty: 3d.')"
+        "() => document.querySelector('[data-testid=lease-hint]')?.innerText.includes('Empty: 3d.')"
     )
     page.wait_for_function(
-        "document.querySelector('[data-testid=preview-lease]')?.innerText"
+        "() => document.querySelector('[data-testid=preview-lease]')?.innerText"
         ".includes('no approval needed')"
     )
     assert page.locator("[data-testid=preview-approval]").count() == 0
@@ -120,6 +120,7 @@ def test_the_readme_journey_holds_sentence_by_sentence(
     page.fill("input[name=name]", "my-mig")
     page.select_option("select[name=device_class]", "mig.nvidia.com")
     page.wait_for_function(
+        "() => "
         "document.querySelector('[data-testid=preview-fit]')?.innerText.includes('Scheduler mode')"
     )
     settle(page)
@@ -174,6 +175,7 @@ def test_the_readme_journey_holds_sentence_by_sentence(
     sign_in(page, "alice", passwords["alice"])
     page.wait_for_url(f"{live_server.url}/")
     page.wait_for_function(
+        "() => "
         "document.querySelector('nav a[href=\"/approvals/\"]')?.innerText.trim().endsWith('1')"
     )
     page.get_by_role("link", name="Approvals").click()
@@ -192,13 +194,13 @@ def test_the_readme_journey_holds_sentence_by_sentence(
     page.fill("input[name=comment]", "Go ahead.")
     page.get_by_role("button", name="Approve").click()
     page.wait_for_function(
-        "document.querySelector('main')?.innerText.includes('Approved by alice')"
+        "() => document.querySelector('main')?.innerText.includes('Approved by alice')"
     )
     # The queue and the badge say so at once.
     page.wait_for_function(
-        "document.querySelector('[data-testid=pending-count]')?.innerText.trim() === '0'"
+        "() => document.querySelector('[data-testid=pending-count]')?.innerText.trim() === '0'"
     )
-    page.wait_for_function("!document.querySelector('nav [data-testid=approvals-badge]')")
+    page.wait_for_function("() => !document.querySelector('nav [data-testid=approvals-badge]')")
     shot(page, artifacts_dir, "approvals-decided")
     pending.refresh_from_db()
     assert pending.state == ClaimRequest.State.APPLIED, pending.reason
@@ -281,7 +283,7 @@ def test_the_readme_journey_holds_sentence_by_sentence(
     shot(page, artifacts_dir, "release-confirm")
     page.click("[data-testid=confirm-release]")
     page.wait_for_function(
-        "document.querySelector('[data-testid=request-state]')?.innerText.includes('Releas')"
+        "() => document.querySelector('[data-testid=request-state]')?.innerText.includes('Releas')"
     )
     resync()
     page.reload()

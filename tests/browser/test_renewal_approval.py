@@ -37,7 +37,7 @@ def test_bob_renews_past_the_threshold_and_alice_approves_the_renewal(
     page.screenshot(path=artifacts_dir / "renewal-queue.png", full_page=True)
     page.get_by_role("button", name="Approve").click()
     page.wait_for_function(
-        "document.querySelector('main')?.innerText.includes('Approved the renewal of')"
+        "() => document.querySelector('main')?.innerText.includes('Approved the renewal of')"
     )
     held.refresh_from_db()
     assert held.lease == timedelta(days=7) and not held.has_pending_renewal

@@ -63,7 +63,7 @@ def test_the_quotas_page_shows_usage_held_in_flight_and_limit_for_each_measure(
     assert 'title="163118Mi"' in content
     assert _cell(content, "usage-claims") == "2 + 1 in flight / 4"
     assert _cell(content, "quota-lease") == "7d"
-    assert 'style="width: 25%"' in content  # 2 of 8 devices held
+    assert 'class="progress w-pct-25"' in content  # 2 of 8 devices held
     assert "Quotas are set by portal admins." in content
     assert "/quotas/new/" not in content  # members cannot change quotas
 
