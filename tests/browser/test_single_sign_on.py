@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from portal.models import ExternalIdentity, Membership
+from portal.security_headers import content_security_policy
 from portal.sign_in.groups import parse_group_map
 from portal.sign_in.provider import forget_metadata
 from tests.factories import UserFactory
@@ -29,6 +30,9 @@ def provider(live_server, settings, chromium_path, team_a, team_b) -> Iterator[O
     with OpenIdProvider(portal_url=live_server.url, users=USERS) as idp:
         for name, value in idp.portal_settings().items():
             setattr(settings, name, value)
+        # In production the OIDC_* variables put the provider's origin into form-action at
+        # start; here the provider starts with the test (signing out posts, then redirects).
+        settings.CONTENT_SECURITY_POLICY = content_security_policy(form_action=[idp.issuer])
         settings.OIDC_GROUP_MAP = parse_group_map(
             "team-a-admins=team-a:tenant_admin, team-b=team-b:member"
         )
