@@ -79,7 +79,8 @@ def test_the_dashboard_costs_a_fixed_number_of_queries(
 ):
     client = client_as(alice)
     client.get("/")  # the process's allocation index is built once (usage estimates use it)
-    # session, user, tenants (2: the page and their namespaces), tenant count, quota count,
+    # session, user, whether alice is in a tenant, tenants (2: the page and their namespaces),
+    # tenant count, quota count,
     # token count, the inventory's version (nodes, device states and GPUs by model are kept from
     # the warm-up until it moves), device-plugin GPUs, the claims' version (their counts kept
     # likewise), idle claims,
@@ -90,7 +91,7 @@ def test_the_dashboard_costs_a_fixed_number_of_queries(
     # claims, their results with device memory, requests, quotas and the warm index's
     # catch-up (the warm-up read the claims' specs, which are parsed once per version, and
     # cached the navigation's "does alice administer a tenant")
-    with django_assert_num_queries(21):
+    with django_assert_num_queries(22):
         client.get("/")
 
 
@@ -102,10 +103,11 @@ def test_the_cluster_card_and_the_mirror_banner_refresh_by_themselves(
     MirrorStatus.objects.create(kind="resourceslices", state=MirrorStatus.State.WATCHING)
     client = client_as(bob)
     assert 'id="cluster-live"' in client.get("/").content.decode()
-    # session, user, the inventory's version (its counts kept from the first view), device-plugin
+    # session, user, whether bob is in a tenant (else the no-tenant page), the inventory's
+    # version (its counts kept from the first view), device-plugin
     # GPUs, the claims' version (counts kept), idle claims, stale kinds, mirror health, telemetry
     # (readings, sources): the card only, not the tenants and tokens around it
-    with django_assert_num_queries(10):
+    with django_assert_num_queries(11):
         body = client.get("/", headers={"HX-Request": "true"}).content.decode()
     assert "<html" not in body and "GPUs by model" in body
     assert 'id="mirror-banner" hx-swap-oob="true"' in body
