@@ -1,5 +1,5 @@
-"""Every key page, as each persona, in a real browser under the portal's own
-Content-Security-Policy: the browser reports no violation (a ``securitypolicyviolation`` event
+"""Every key page, as a portal admin and a tenant admin, in a real browser under the
+portal's own Content-Security-Policy: the browser reports no violation (a ``securitypolicyviolation`` event
 or a "Refused to ..." console message), no htmx error, no Permissions-Policy complaint and no
 script error; each page's document came with the strict policy. Screenshots of the main pages
 are kept (``test-artifacts/csp-*.png``)."""
@@ -115,13 +115,15 @@ def key_pages(request_pk: str, device: Device) -> dict[str, str]:
 
 # Whose view of a page is kept as its screenshot.
 SHOTS = {
-    "bob": {"dashboard", "devices", "node", "topology", "device", "my-claims", "request", "claim"},
-    "alice": {"approvals", "tenant", "quotas", "reports", "sharing", "fragmentation"},
+    "alice": {
+        *("dashboard", "devices", "node", "topology", "device", "my-claims", "request", "claim"),
+        *("approvals", "tenant", "quotas", "reports", "sharing", "fragmentation"),
+    },
     "admin": {"nodes", "device-classes", "audit", "mirror", "tokens", "tenants", "not-found"},
 }
 
 
-def test_every_key_page_satisfies_the_content_security_policy_for_every_persona(
+def test_every_key_page_satisfies_the_content_security_policy(
     browser_page, live_server, live, demo_seeded, artifacts_dir
 ):
     passwords = demo_seeded
@@ -142,7 +144,10 @@ def test_every_key_page_satisfies_the_content_security_policy_for_every_persona(
         page.click("button[type=submit]")
         page.wait_for_url(f"{base}/")
 
-    for persona in ("admin", "alice", "bob", "carol"):
+    # Every template renders for these two: a portal admin (every tenant, the admin's links)
+    # and a tenant admin (the tenant-admin forms and the approvals queue); a member's and
+    # another tenant's views use the same templates with less in them (bob types below).
+    for persona in ("admin", "alice"):
         sign_in(persona)
         for name, path in pages.items():
             keep = name in SHOTS.get(persona, ())
