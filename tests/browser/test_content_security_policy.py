@@ -1,8 +1,8 @@
 """Every key page, as a portal admin and a tenant admin, in a real browser under the
-portal's own Content-Security-Policy: the browser reports no violation (a ``securitypolicyviolation`` event
-or a "Refused to ..." console message), no htmx error, no Permissions-Policy complaint and no
-script error; each page's document came with the strict policy. Screenshots of the main pages
-are kept (``test-artifacts/csp-*.png``)."""
+portal's own Content-Security-Policy: the browser reports no violation (a
+``securitypolicyviolation`` event or a "Refused to ..." console message), no htmx error, no
+Permissions-Policy complaint and no script error; each page's document came with the strict
+policy. Screenshots of the main pages are kept (``test-artifacts/csp-*.png``)."""
 
 from __future__ import annotations
 
