@@ -5,6 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from home import operations
 from home import views as home
 from portal.views import api_tokens, audit, members, quotas, tenants
 
@@ -17,6 +18,10 @@ handler500 = "portal.views.errors.server_error"
 urlpatterns = [
     path("", home.dashboard, name="dashboard"),
     path("favicon.ico", home.favicon, name="favicon"),
+    # Operations (docs/operations.md): answered by portal.middleware.ProbeMiddleware.
+    path("healthz", operations.healthz, name="healthz"),
+    path("readyz", operations.readyz, name="readyz"),
+    path("metrics", operations.metrics, name="metrics"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("tenants/", tenants.tenant_list, name="tenant-list"),
