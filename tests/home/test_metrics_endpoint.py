@@ -6,18 +6,10 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from prometheus_client.parser import text_string_to_metric_families
 
 from claims.models import ClaimRequest
 from mirror.models import MirrorStatus
-
-
-def scrape(client, **headers) -> dict[str, list]:
-    response = client.get("/metrics", **headers)
-    assert response.status_code == 200, response.content
-    assert response["Content-Type"].startswith("text/plain; version=0.0.4")
-    families = text_string_to_metric_families(response.content.decode())
-    return {family.name: family.samples for family in families}
+from tests.prometheus import scrape
 
 
 def value(samples, name: str, **labels: str) -> float | None:
