@@ -38,7 +38,13 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from django.conf import settings
-from prometheus_client import CollectorRegistry, Counter, Histogram, multiprocess
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    multiprocess,
+)
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import REGISTRY, Collector
@@ -61,6 +67,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+# No "_created" series: in the classic text format each would be one more gauge per child.
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 PREFIX = "dra_portal"
 # The classic text format, which every Prometheus reads (the client library's newer default,
