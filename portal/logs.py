@@ -56,8 +56,8 @@ def request_id_from(header: str | None) -> str:
 def current_request_id() -> str | None:
     """The request id of the web request being served, or of the one that enqueued the task
     being run; None outside both (a beat task, a management command)."""
-    values = _context.get()
-    return values.get("request_id") if values else None
+    request_id = (_context.get() or {}).get("request_id")
+    return str(request_id) if request_id else None
 
 
 def context() -> dict[str, Any]:
@@ -86,7 +86,8 @@ def _user_id(request: Any) -> int | str | None:
 
     if wrapped is empty or not getattr(wrapped, "is_authenticated", False):
         return None
-    return getattr(wrapped, "pk", None)
+    pk: int | str | None = getattr(wrapped, "pk", None)
+    return pk
 
 
 class ContextFilter(logging.Filter):
@@ -110,7 +111,7 @@ class ContextFilter(logging.Filter):
             if key != "user":
                 setattr(record, key, values.get(key))
         record.user = _user_id(values.get("request"))
-        parts = [f"request {record.request_id}"] if values.get("request_id") else []
+        parts = [f"request {values['request_id']}"] if values.get("request_id") else []
         if values.get("task_name"):
             parts.append(f"task {values['task_name']}[{values.get('task_id')}]")
         record.context = f" ({', '.join(parts)})" if parts else ""
