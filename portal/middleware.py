@@ -8,8 +8,10 @@ The order in ``settings.MIDDLEWARE`` (outermost first) is part of the contract:
 2. ``RequestTimingMiddleware`` measures every answer, whatever produced it, by view
    (``portal.metrics``), and logs one line per request when ``LOG_REQUESTS`` is on.
 3. ``ProbeMiddleware`` answers ``/healthz``, ``/readyz`` and ``/metrics`` itself, before host
-   validation, the HTTPS redirect, sessions and authentication: the kubelet and Prometheus
-   address pods by IP over plain HTTP, and a probe must not need the database to be answered.
+   validation (``CommonMiddleware``), sessions and authentication: the kubelet and Prometheus
+   address pods by IP over plain HTTP (``SECURE_REDIRECT_EXEMPT`` spares them the HTTPS
+   redirect), and a probe must not need the database to be answered. Middleware that only adds
+   response headers may come before it.
 4. ``ApiErrorFormatMiddleware`` and ``RequestLimitsMiddleware`` (below), then Django's and
    other packages' middleware, and innermost ``ServiceUnavailableMiddleware``, which turns an
    outage raised by a view into a 503 before any other handler sees it.

@@ -366,6 +366,9 @@ IDLE_UTILISATION_THRESHOLD = env_int("IDLE_UTILISATION_THRESHOLD", 5)
 # answer is kept (probes of every pod would otherwise each ask it).
 READYZ_TIMEOUT_SECONDS = env_int("READYZ_TIMEOUT_SECONDS", 2)
 READYZ_CLUSTER_CACHE_SECONDS = env_int("READYZ_CLUSTER_CACHE_SECONDS", 5)
+# The kubelet and Prometheus ask the probes and /metrics over plain HTTP, by pod IP: no HTTPS
+# redirect for them (nor a host check: portal.middleware.ProbeMiddleware).
+SECURE_REDIRECT_EXEMPT = [r"^(healthz|readyz|metrics)$"]
 # /metrics: served to these networks (CIDRs), or to a scraper presenting
 # "Authorization: Bearer <METRICS_TOKEN>". The multi-process directory is the client library's
 # own PROMETHEUS_MULTIPROC_DIR, read from the environment.
