@@ -22,7 +22,6 @@ from collections.abc import Iterable, Iterator
 from datetime import timedelta
 from typing import Any, NamedTuple
 
-from celery import current_app
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -34,6 +33,7 @@ from claims.signals import approval_requested, request_state_changed
 from claims.specs import PRESETS, ClaimInput, SpecErrors, build_spec, check_input, resolve_preset
 from devices.models import DeviceClass, Namespace
 from dra.model import InvalidObject
+from portal.celery import enqueue_on_commit
 from portal.durations import format_duration
 from portal.models import AuditEvent, Quota, Tenant, TenantNamespace
 from portal.services.audit import record_event
@@ -95,12 +95,9 @@ class QuotaExceeded(SpecErrors):
 
 
 def enqueue(task_name: str, request_id: Any, **options: Any) -> None:
-    """Queue a lifecycle task by name once the transaction commits."""
-
-    def send() -> None:
-        current_app.tasks[task_name].apply_async((str(request_id),), **options)
-
-    transaction.on_commit(send)
+    """Queue a lifecycle task by name once the transaction commits. While the broker is away
+    the request stays in its state and ``claims.resume_requests`` enqueues it again."""
+    enqueue_on_commit(task_name, str(request_id), **options)
 
 
 def _is_staff(user: AbstractBaseUser | AnonymousUser | None) -> bool:

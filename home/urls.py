@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from home import operations
 from home import views as home
 from portal.sign_in import views as sign_in
 from portal.views import api_tokens, audit, members, quotas, tenants
@@ -17,6 +18,10 @@ handler500 = "portal.views.errors.server_error"
 urlpatterns = [
     path("", home.dashboard, name="dashboard"),
     path("favicon.ico", home.favicon, name="favicon"),
+    # Operations (docs/operations.md): answered by portal.middleware.ProbeMiddleware.
+    path("healthz", operations.healthz, name="healthz"),
+    path("readyz", operations.readyz, name="readyz"),
+    path("metrics", operations.metrics, name="metrics"),
     path("login/", sign_in.LoginView.as_view(), name="login"),
     path("logout/", sign_in.LogoutView.as_view(), name="logout"),
     path("oidc/authenticate/", sign_in.OidcAuthenticateView.as_view(), name="oidc-authenticate"),

@@ -57,6 +57,7 @@ from mirror.store import (
     stored_versions,
     upsert,
 )
+from portal.metrics import MIRROR_BATCH_SECONDS
 
 __all__ = ["Backoff", "Reflector", "refresh_connection"]
 
@@ -149,6 +150,7 @@ class Reflector:
         self.resync_seconds = resync_seconds
         self.watcher = watcher
         self.backoff = Backoff()
+        self._batch_seconds = MIRROR_BATCH_SECONDS.labels(kind.value)
         status, _ = MirrorStatus.objects.get_or_create(kind=kind.value)
         self.resource_version: str | None = status.resource_version or None
         self.cluster_uid = status.cluster_uid
@@ -409,6 +411,7 @@ class Reflector:
 
     def _commit(self, batch: list[dict[str, Any]], first_received: float | None) -> None:
         version = resource_version_of(batch[-1].get("object") or {}) or self.resource_version
+        started = time.perf_counter()
         with transaction.atomic():
             apply_events(self.kind, batch)
             self._after_change([(event.get("object") or {}) for event in batch])
@@ -421,6 +424,7 @@ class Reflector:
                 heartbeat_at=now,
                 lag_seconds=(time.monotonic() - first_received) if first_received else None,
             )
+        self._batch_seconds.observe(time.perf_counter() - started)
         self.resource_version = version
 
     def _after_change(self, objects: list[dict[str, Any]] | None) -> None:

@@ -44,6 +44,7 @@ from mirror.cluster import (
 )
 from mirror.following import follow_requests
 from mirror.watchers import cluster_config
+from portal.metrics import APPLY_OUTCOMES, APPLY_SECONDS
 from portal.models import AuditEvent
 from portal.services.audit import record_event
 
@@ -93,7 +94,8 @@ def manifest(request: ClaimRequest) -> tuple[Kind, dict[str, Any]]:
 
 
 def _fail(request: ClaimRequest, reason: str) -> None:
-    transition(request, State.FAILED, expect=[State.SUBMITTED, State.ALLOCATING], reason=reason)
+    if transition(request, State.FAILED, expect=[State.SUBMITTED, State.ALLOCATING], reason=reason):
+        APPLY_OUTCOMES.labels("failed").inc()
     index().forget(str(request.pk))
 
 
@@ -217,6 +219,7 @@ def apply_request(request_id: str) -> str:
                 "cluster_uid": cluster.identity(),
             }
     except Unavailable as error:
+        APPLY_OUTCOMES.labels("unreachable").inc()
         raise Retry(str(error)) from error
     except ClusterError as error:
         # Also in the log: a refusal is most often the portal's own RBAC or admission.
@@ -224,6 +227,11 @@ def apply_request(request_id: str) -> str:
         _fail(request, f"The API server refused the claim: {error}")
         return "failed: refused"
     if transition(request, State.APPLIED, expect=[State.ALLOCATING], **where):
+        APPLY_OUTCOMES.labels("applied").inc()
+        # Submitted when created, or when approved (a request that waited for approval).
+        submitted = max(request.created_at, request.decided_at or request.created_at)
+        waited = (timezone.now() - submitted).total_seconds()
+        APPLY_SECONDS.labels(request.mode).observe(max(0.0, waited))
         # The mirror may have shown the claim (even a pod using it) before it was applied.
         follow_requests([(request.namespace, request.name)])
     return "applied"

@@ -20,6 +20,7 @@ from claims.signals import (
     tenant_usage_changed,
 )
 from notifications.services import event_for_transition
+from portal.celery import enqueue_on_commit
 
 __all__ = [
     "on_approval_requested",
@@ -53,10 +54,7 @@ def on_request_state_changed(
     event = event_for_transition(request, before, after, reason)
     if event is None:
         return
-    request_id = str(request.pk)
-    transaction.on_commit(
-        lambda: current_app.tasks[REQUEST_EVENT_TASK].delay(request_id, event.value, reason)
-    )
+    enqueue_on_commit(REQUEST_EVENT_TASK, str(request.pk), event.value, reason)
 
 
 @receiver(claims_flagged_idle, dispatch_uid="notifications.on_claims_flagged_idle")
@@ -64,29 +62,22 @@ def on_claims_flagged_idle(sender: Any, claim_ids: list[int], **kwargs: Any) -> 
     """Tasks for the idle claims whose owners were not told of this episode yet, on commit;
     one per ``IDLE_NOTICE_BATCH`` claims (a sweep may flag thousands at once)."""
     ids = list(claim_ids)
-
-    def enqueue() -> None:
-        for start in range(0, len(ids), IDLE_NOTICE_BATCH):
-            current_app.tasks[CLAIMS_IDLE_TASK].delay(ids[start : start + IDLE_NOTICE_BATCH])
-
-    transaction.on_commit(enqueue)
+    for start in range(0, len(ids), IDLE_NOTICE_BATCH):
+        enqueue_on_commit(CLAIMS_IDLE_TASK, ids[start : start + IDLE_NOTICE_BATCH])
 
 
 @receiver(claim_reclaimed, dispatch_uid="notifications.on_claim_reclaimed")
 def on_claim_reclaimed(sender: Any, **kwargs: Any) -> None:
     data = {key: kwargs[key] for key in ("claim_id", "namespace", "name", "tenant_id", "reason")}
     data["owner_id"] = kwargs.get("owner_id")
-    transaction.on_commit(lambda: current_app.tasks[IDLE_RECLAIM_TASK].delay(**data))
+    enqueue_on_commit(IDLE_RECLAIM_TASK, kwargs=data)
 
 
 @receiver(claim_moved, dispatch_uid="notifications.on_claim_moved")
 def on_claim_moved(
     sender: Any, request: ClaimRequest, before: dict[str, Any], after: dict[str, Any], **kwargs: Any
 ) -> None:
-    request_id = str(request.pk)
-    transaction.on_commit(
-        lambda: current_app.tasks[CLAIM_MOVED_TASK].delay(request_id, before, after)
-    )
+    enqueue_on_commit(CLAIM_MOVED_TASK, str(request.pk), before, after)
 
 
 @receiver(tenant_usage_changed, dispatch_uid="notifications.on_tenant_usage_changed")
@@ -116,10 +107,7 @@ def on_approval_requested(
     sender: Any, request: ClaimRequest, renewal: bool = False, **kwargs: Any
 ) -> None:
     """A request (or a renewal) waits: its deciders are told once the recording commits."""
-    request_id = str(request.pk)
-    transaction.on_commit(
-        lambda: current_app.tasks[APPROVAL_WAITING_TASK].delay(request_id, renewal)
-    )
+    enqueue_on_commit(APPROVAL_WAITING_TASK, str(request.pk), renewal)
 
 
 @receiver(renewal_decided, dispatch_uid="notifications.on_renewal_decided")
@@ -140,4 +128,4 @@ def on_renewal_decided(
         "comment": comment,
         "asked_by_id": asked_by.pk if asked_by is not None else None,
     }
-    transaction.on_commit(lambda: current_app.tasks[RENEWAL_DECIDED_TASK].delay(**data))
+    enqueue_on_commit(RENEWAL_DECIDED_TASK, kwargs=data)

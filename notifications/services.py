@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from celery import current_app
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
@@ -42,6 +41,7 @@ from notifications.webhooks import (
     new_secret,
     queue_delivery,
 )
+from portal.celery import enqueue_on_commit
 from portal.durations import DurationError, format_duration, parse_duration
 from portal.models import Membership, Tenant
 from portal.services.tenants import save_tenant
@@ -76,7 +76,7 @@ State = ClaimRequest.State
 
 def _enqueue(task_name: str, object_id: Any) -> None:
     """Queue a task by name once the transaction commits (the tasks import this module)."""
-    transaction.on_commit(lambda: current_app.tasks[task_name].delay(str(object_id)))
+    enqueue_on_commit(task_name, str(object_id))
 
 
 def _link(path: str) -> str:

@@ -9,6 +9,12 @@ watches) and
 consumer, so they are decided one at a time against one warm index) and ``backstop`` (the
 ResourceQuota backstop: in a cluster its worker alone holds the right to write ResourceQuotas,
 docs/deploy.md).
+
+Operations (docs/operations.md): a task's log lines carry its name and id and the request id of
+the web request (or task) that enqueued it, sent as the ``dra_request_id`` message header; a
+worker started with ``METRICS_PORT`` serves its metrics there (``portal.metrics``). Enqueueing
+on commit (:func:`enqueue_on_commit`) survives a broker that is away: the row that asked for
+the work is committed, and a beat task finds it and enqueues it again.
 """
 
 from __future__ import annotations
@@ -20,8 +26,12 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
+from django.db import transaction
 from kombu import Queue
+from kombu.exceptions import OperationalError as BrokerUnavailable
+
+from portal.logs import current_request_id, log_context
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
@@ -72,6 +82,92 @@ app.conf.beat_schedule = {
 app.autodiscover_tasks()
 
 logger = logging.getLogger(__name__)
+
+REQUEST_ID_HEADER = "dra_request_id"
+
+
+def enqueue_on_commit(task_name: str, *args: Any, **options: Any) -> None:
+    """Sends ``task_name`` with ``args`` once the transaction commits. While the broker is
+    away the send is logged and dropped rather than failing the request that committed: call
+    it only for work a beat task picks up again from the database (``resume_requests`` for
+    claim requests, ``retry_webhooks`` for deliveries) or that may be missed (a notice)."""
+
+    def send() -> None:
+        try:
+            app.tasks[task_name].apply_async(args, **options)
+        except BrokerUnavailable as error:
+            logger.warning(
+                "could not enqueue %s%r, the broker is away (%s); its beat task picks it up",
+                task_name,
+                args,
+                error,
+            )
+
+    transaction.on_commit(send)
+
+
+@signals.before_task_publish.connect(dispatch_uid="portal.celery.request_id_header")
+def _send_request_id(headers: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    """The message carries the request id of the web request (or task) that enqueues it."""
+    request_id = current_request_id()
+    if request_id and headers is not None:
+        headers.setdefault(REQUEST_ID_HEADER, request_id)
+
+
+_task_contexts: dict[str, Any] = {}
+
+
+@signals.task_prerun.connect(dispatch_uid="portal.celery.task_log_context")
+def _enter_task_context(task_id: str = "", task: Any = None, **kwargs: Any) -> None:
+    """A task's log lines name the task and the request id it was enqueued under (the
+    header on a worker; in-process, the caller's own context carries it)."""
+    request = getattr(task, "request", None)
+    request_id = getattr(request, REQUEST_ID_HEADER, None) or (
+        (getattr(request, "headers", None) or {}).get(REQUEST_ID_HEADER)
+    )
+    values: dict[str, Any] = {"task_name": getattr(task, "name", None), "task_id": task_id}
+    if request_id:
+        values["request_id"] = request_id
+    context = log_context(**values)
+    context.__enter__()
+    _task_contexts[task_id] = context
+
+
+@signals.task_postrun.connect(dispatch_uid="portal.celery.task_log_context_end")
+def _leave_task_context(task_id: str = "", **kwargs: Any) -> None:
+    context = _task_contexts.pop(task_id, None)
+    if context is not None:
+        context.__exit__(None, None, None)
+
+
+@signals.worker_init.connect(dispatch_uid="portal.celery.metrics_server")
+def _serve_worker_metrics(**kwargs: Any) -> None:
+    """``METRICS_PORT``: the worker serves its metrics (every pool process's, with
+    ``PROMETHEUS_MULTIPROC_DIR``) from its main process."""
+    from django.conf import settings
+
+    from portal.metrics import multiprocess_dir, prepare_multiprocess_dir, start_metrics_server
+
+    if not settings.METRICS_PORT:
+        return
+    prepare_multiprocess_dir()
+    if multiprocess_dir() is None:
+        logger.warning(
+            "METRICS_PORT without PROMETHEUS_MULTIPROC_DIR: only the worker's main process is "
+            "measured; tasks run in pool processes (set it, or use --pool threads or solo)"
+        )
+    start_metrics_server(settings.METRICS_PORT)
+    logger.info("serving metrics on port %s", settings.METRICS_PORT)
+
+
+@signals.worker_process_shutdown.connect(dispatch_uid="portal.celery.metrics_process_dead")
+def _forget_pool_process(pid: int | None = None, **kwargs: Any) -> None:
+    from portal.metrics import multiprocess_dir
+
+    if multiprocess_dir() is not None:
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid or os.getpid())  # type: ignore[no-untyped-call]
 
 
 def start_embedded_beat(

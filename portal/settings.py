@@ -9,6 +9,7 @@ workers). With ``DEBUG=False`` the portal refuses to start unless ``SECRET_KEY``
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 from datetime import timedelta
@@ -98,13 +99,19 @@ INSTALLED_APPS = [
     "home",
 ]
 
+# Outermost first. Request ids and timing come first, the probes right after the security
+# headers and before host validation and sessions (see portal/middleware.py);
+# ServiceUnavailableMiddleware stays after Django's.
 MIDDLEWARE = [
+    "portal.middleware.RequestIdMiddleware",
+    "portal.middleware.RequestTimingMiddleware",
     # Security headers first: they reach every response, including the API's error format
     # (which replaces other middlewares' responses) and the request limits' refusals.
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_permissions_policy.PermissionsPolicyMiddleware",
+    "portal.middleware.ProbeMiddleware",
     "portal.middleware.ApiErrorFormatMiddleware",
     "portal.middleware.RequestLimitsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -114,6 +121,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "portal.middleware.ServiceUnavailableMiddleware",
     "portal.sign_in.middleware.SessionRefresh",
 ]
 
@@ -139,11 +147,16 @@ TEMPLATES = [
 
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    # A persistent connection broken by a database restart is replaced at its next use.
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # PostgreSQL's JIT compiles the list queries (large row estimates) for ~0.7 s each and
         # never pays back on pages of 50 rows: off for the portal's connections.
         DATABASES["default"].setdefault("OPTIONS", {})["options"] = "-c jit=off"
+        # An unreachable database fails a request in seconds (a 503), not at the TCP timeout.
+        DATABASES["default"]["OPTIONS"].setdefault(
+            "connect_timeout", env_int("DATABASE_CONNECT_TIMEOUT", 5)
+        )
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
@@ -156,8 +169,15 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 if REDIS_URL:
+    # Bounded waits: an unreachable Redis fails the request in seconds (a 503); redis-py
+    # reconnects by itself on the next command once it is back.
+    _redis_timeout = env_int("REDIS_TIMEOUT_SECONDS", 5)
     CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {"socket_connect_timeout": _redis_timeout, "socket_timeout": _redis_timeout},
+        }
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
@@ -425,6 +445,40 @@ except DurationError as error:
     raise ImproperlyConfigured(f"IDLE_*: {error}") from None
 IDLE_UTILISATION_THRESHOLD = env_int("IDLE_UTILISATION_THRESHOLD", 5)
 
+# -- Operations (docs/operations.md): probes, metrics, logs ------------------------------------
+# /readyz: how long a check waits to connect and for an answer; how long the API server's
+# answer is kept (probes of every pod would otherwise each ask it).
+READYZ_TIMEOUT_SECONDS = env_int("READYZ_TIMEOUT_SECONDS", 2)
+READYZ_CLUSTER_CACHE_SECONDS = env_int("READYZ_CLUSTER_CACHE_SECONDS", 5)
+# The kubelet and Prometheus ask the probes and /metrics over plain HTTP, by pod IP: no HTTPS
+# redirect for them (nor a host check: portal.middleware.ProbeMiddleware).
+SECURE_REDIRECT_EXEMPT = [r"^(healthz|readyz|metrics)$"]
+# /metrics: served to these networks (CIDRs), or to a scraper presenting
+# "Authorization: Bearer <METRICS_TOKEN>". The multi-process directory is the client library's
+# own PROMETHEUS_MULTIPROC_DIR, read from the environment.
+METRICS_ALLOWED_NETWORKS = env_list("METRICS_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1/128"])
+METRICS_TOKEN = env_secret("METRICS_TOKEN")
+# A Celery worker serves its metrics on this port (0: none); the web serves /metrics.
+METRICS_PORT = env_int("METRICS_PORT", 0)
+# How long metrics read from the database and Redis at scrape time are kept.
+METRICS_CACHE_SECONDS = env_int("METRICS_CACHE_SECONDS", 10)
+for _network in METRICS_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"METRICS_ALLOWED_NETWORKS: {_network!r} is not a network (e.g. 10.0.0.0/8)."
+        ) from None
+# Logs: "text" (the demo) or "json" (one object per line, with the request id; docs).
+LOG_FORMAT = env_str("LOG_FORMAT", "text").strip().lower()
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r}: use text or json.")
+# One log line per request (portal.access): on by default with JSON logs, where it replaces
+# gunicorn's access log.
+LOG_REQUESTS = env_bool("LOG_REQUESTS", default=LOG_FORMAT == "json")
+# Celery workers log through LOGGING below (same format, task context), not Celery's own.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # --- Sign-in hardening: the client address, failed-authentication rate, lockouts ---------------
 # (docs/security.md, docs/configuration.md). Reverse proxies in front of the portal that append
 # to X-Forwarded-For; 0 trusts no header and uses REMOTE_ADDR (portal.client_address).
@@ -465,8 +519,18 @@ AXES_VERBOSE = False  # log the lockout's username and address only, and no bann
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"context": {"()": "portal.logs.ContextFilter"}},
+    "formatters": {
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s%(context)s"},
+        "json": {"()": "portal.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["context"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }

@@ -77,6 +77,10 @@ def _private_shared_state(settings):
     settings.WATCHER_LOCK_PREFIX = f"{private}:"
     settings.CLAIMS_INDEX_FRESH_MS = 0  # tests read the index right after changing things
     settings.CLAIMS_PREVIEW_USAGE_SECONDS = 0
+    # Metrics read at scrape time and the readiness probe's API server answer are not kept
+    # from one test into the next (tests of that caching set them themselves).
+    settings.METRICS_CACHE_SECONDS = 0
+    settings.READYZ_CLUSTER_CACHE_SECONDS = 0
     # Personas get passwords in every test: a deliberately slow hash would dominate the suite.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.CACHES = {

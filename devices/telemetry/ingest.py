@@ -30,6 +30,7 @@ from devices.telemetry.store import (
     held_devices,
     record_readings,
 )
+from portal.metrics import TELEMETRY_CYCLE_SECONDS
 
 __all__ = [
     "CycleResult",
@@ -117,6 +118,7 @@ def _ingest_source(
         TelemetrySource.objects.filter(pk=source.pk).update(
             last_error=message, last_duration_ms=round((time.monotonic() - started) * 1000)
         )
+        TELEMETRY_CYCLE_SECONDS.labels(source.name).observe(time.monotonic() - started)
         return CycleResult(source.name, ran=True, error=message, failed=True)
     if collected.matched is not None:
         matched, unmatched = collected.matched, 0
@@ -150,6 +152,7 @@ def _ingest_source(
         last_unmatched_count=unmatched,
     )
     TelemetrySource.objects.filter(pk=source.pk).update(**health)
+    TELEMETRY_CYCLE_SECONDS.labels(source.name).observe(time.monotonic() - started)
     return CycleResult(source.name, ran=True, samples=written, unmatched=unmatched, error=error)
 
 

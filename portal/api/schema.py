@@ -2,10 +2,10 @@
 
 Every operation may answer 400 (bad query or body), 401 (no credentials), 403, 404, 405,
 406 (an ``Accept`` it cannot serve), 413 (body over the limit), 415 (a body it cannot parse,
-for operations that take one) and 429 (throttled); each with the body of
-``portal.api.errors``. Added by a postprocessing hook so that no view can forget them; an
-error response a view declares itself (a 409, say, with its own description and examples)
-gets the same body.
+for operations that take one), 429 (throttled) and 503 (the database or Redis away); each
+with the body of ``portal.api.errors``. Added by a postprocessing hook so that no view can
+forget them; an error response a view declares itself (a 409, say, with its own description
+and examples) gets the same body.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ ERRORS = {
     "406": "No acceptable representation.",
     "413": "The body is larger than the limit.",
     "429": "Too many requests; see Retry-After.",
+    "503": "The database or Redis is away for a moment (a restart); see Retry-After.",
 }
 BODY_ERRORS = {"415": "Unsupported media type of the body."}
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 DOC = Path(__file__).resolve().parents[2] / "docs" / "claim-requests-api.md"
 REQUESTS = "/api/v1/claim-requests/"
 # Declared by every operation (portal/api/schema.py); documented once, in docs/security.md.
-EVERYWHERE = {"401", "405", "406", "413", "429"}
+EVERYWHERE = {"401", "405", "406", "413", "429", "503"}
 OPERATIONS = [
     ("/api/v1/claim-requests/", "post"),
     ("/api/v1/claim-requests/{id}/release/", "post"),

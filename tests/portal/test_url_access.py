@@ -23,7 +23,20 @@ from portal.services.api_tokens import issue_api_token
 from tests.devices.cluster_data import load_fixture_cluster
 
 # Signing in: the login page and the single sign-on steps (start, the provider's callback).
-PUBLIC = {"login", "logout", "favicon", "oidc-authenticate", "oidc-callback"}
+PUBLIC = {
+    "login",
+    "logout",
+    "favicon",
+    "oidc-authenticate",
+    "oidc-callback",
+    # Probes: the kubelet and load balancers have no session (they name no secret and read
+    # nothing of a tenant; tests/home/test_readyz.py).
+    "healthz",
+    "readyz",
+    # Prometheus has no session: gated by network or bearer token instead
+    # (tests/home/test_metrics_endpoint.py).
+    "metrics",
+}
 # The inventory is not tenant data: every signed-in user may read it (who holds a device is
 # gated per claim, see tests/devices/test_device_pages.py).
 CLUSTER_WIDE = {

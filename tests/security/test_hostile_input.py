@@ -300,7 +300,7 @@ def test_the_schema_documents_every_error_with_its_body(api_as, root):
     assert schema["components"]["schemas"]["AuditEvent"]["properties"]["tenant"]["nullable"]
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():
-            for status in ("400", "401", "403", "404", "413", "429"):
+            for status in ("400", "401", "403", "404", "413", "429", "503"):
                 response = operation["responses"][status]
                 body = response["content"]["application/json"]["schema"]
                 assert body == {"$ref": "#/components/schemas/Error"}, (path, method, status)
