@@ -170,7 +170,10 @@ class QueueDepthCollector(CachedCollector):
         )
         url = str(settings.CELERY_BROKER_URL)
         if url.startswith(("redis://", "rediss://")):
-            from portal.celery import app
+            # The project's app is the current one (``portal/__init__`` creates it); reading
+            # it through Celery keeps ``portal.celery``, which serves these metrics from a
+            # worker, the only one of the two that imports the other.
+            from celery import current_app as app
 
             client = self._redis(url)
             steps = (app.conf.broker_transport_options or {}).get("priority_steps", [0, 3, 6, 9])
