@@ -182,6 +182,21 @@ class Emulator:
         if self._thread is not None:
             self._thread.join(5.0)
 
+    def go_away(self) -> None:
+        """The API server goes down: every connection, watches included, is closed and new
+        ones are refused, as from a stopped kube-apiserver. Every object is kept;
+        :meth:`come_back` serves them again on the same port."""
+        self.requested_port = self.port
+        self.stop()
+
+    def come_back(self) -> None:
+        """Serves again after :meth:`go_away`, as a kube-apiserver restarted over the same
+        etcd (see :meth:`restart`: the objects and the resourceVersion counter stay, the
+        watch history does not)."""
+        self.store.reopen()
+        self.store.compact()
+        self.start()
+
     def __enter__(self) -> Emulator:
         return self.start()
 

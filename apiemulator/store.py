@@ -901,6 +901,11 @@ class Store:
             self.closing = True
             self.cond.notify_all()
 
+    def reopen(self) -> None:
+        """Serve watches again after :meth:`close` (the server came back)."""
+        with self.cond:
+            self.closing = False
+
     def dump(self, resource: Resource) -> list[dict[str, Any]]:
         """Deep copies of every object of one kind, with apiVersion and kind."""
         with self.lock:

@@ -1,11 +1,11 @@
-"""Celery tasks of the cluster mirror (thin: they call ``mirror.watchers``)."""
+"""Celery tasks of the claim lifecycle's cluster half and the mirror's upkeep (thin: they call
+``mirror.requests`` and friends). The watchers are not tasks: ``manage.py watch``."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from celery import shared_task
-from django.conf import settings
 from django.core.cache import cache
 
 from claims.approvals import expire_approvals
@@ -14,12 +14,8 @@ from claims.services import expire_leases
 from devices.models import InventoryChange
 from mirror import requests
 from mirror.classes import refresh_device_classes
-from mirror.cluster import ClusterError, Kind
 from mirror.idle_reclaim import reclaim_idle_claims
-from mirror.locks import watcher_lock
-from mirror.mapping import MIRRORED_KINDS
 from mirror.requests import Retry
-from mirror.watchers import run_watcher
 
 # Seconds between retries while the API server is unreachable: 2, 4, 8 … up to a minute.
 MAX_BACKOFF = 60
@@ -29,7 +25,6 @@ VERIFY_AFTER = 5
 __all__ = [
     "apply_claim_request",
     "check_reservations",
-    "ensure_watchers",
     "expire_claim_approvals",
     "expire_claim_leases",
     "reclaim_idle",
@@ -38,43 +33,7 @@ __all__ = [
     "resume_claim_requests",
     "sync_claim_requests",
     "verify_claim_reservation",
-    "watch_kind",
 ]
-
-
-@shared_task(
-    name="devices.tasks.watch_kind",
-    ignore_result=True,
-    acks_late=False,
-    time_limit=None,
-    soft_time_limit=None,
-)
-def watch_kind(kind: str) -> str:
-    """One bounded watch run (``WATCH_RUN_SECONDS``), then hands over to a fresh task.
-
-    Bounded runs keep a worker restart from losing more than one run, and let the lock move to
-    another worker. When the lock is held elsewhere the task ends at once.
-    """
-    try:
-        if not run_watcher(Kind(kind), seconds=settings.WATCH_RUN_SECONDS):
-            return "held elsewhere"
-    except ClusterError:
-        # Misconfiguration (recorded on the mirror status): beat retries in a while rather
-        # than this task spinning.
-        return "failed"
-    watch_kind.apply_async((kind,), queue="watchers")
-    return "ran"
-
-
-@shared_task(name="devices.tasks.ensure_watchers", ignore_result=True)
-def ensure_watchers() -> list[str]:
-    """Beat: starts a watcher for every kind whose lock nobody holds (dead or never started)."""
-    started = []
-    for kind in MIRRORED_KINDS:
-        if not watcher_lock(kind.value).is_held():
-            watch_kind.apply_async((kind.value,), queue="watchers")
-            started.append(kind.value)
-    return started
 
 
 def _retry_later(task: Any, error: Retry) -> None:

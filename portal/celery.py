@@ -3,9 +3,8 @@
 Tasks are thin (STYLE §14): ids in, rows loaded, a service called. They use Celery's Django task
 class so ``task.delay_on_commit(...)`` enqueues only once the surrounding transaction commits.
 Queues are named for their work so operators can size workers per kind of work:
-``default`` (lifecycle: apply, release, expiry, idle claims), ``watchers`` (long-running cluster
-watches) and
-``telemetry`` (exporter scrapes and rollups), ``allocations`` (reservations: exactly one
+``default`` (lifecycle: apply, release, expiry, idle claims), ``telemetry`` (exporter scrapes
+and rollups), ``allocations`` (reservations: exactly one
 consumer, so they are decided one at a time against one warm index) and ``backstop`` (the
 ResourceQuota backstop: in a cluster its worker alone holds the right to write ResourceQuotas,
 docs/deploy.md).
@@ -39,13 +38,11 @@ app = Celery("portal", task_cls="celery.contrib.django.task:DjangoTask")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.task_queues = (
     Queue("default"),
-    Queue("watchers"),
     Queue("telemetry"),
     Queue("allocations"),
     Queue("backstop"),
 )
 app.conf.task_routes = {
-    "devices.tasks.watch_*": {"queue": "watchers"},
     "devices.tasks.telemetry_*": {"queue": "telemetry"},
     "claims.roll_up_usage": {"queue": "telemetry"},
     # Reservations are decided one at a time: run exactly one consumer of this queue.
@@ -57,8 +54,6 @@ app.conf.task_routes = {
 }
 # The beat schedule lives in code.
 app.conf.beat_schedule = {
-    # Restart watchers whose lock expired (their worker died) or that never started.
-    "ensure-watchers": {"task": "devices.tasks.ensure_watchers", "schedule": 30.0},
     "expire-claim-leases": {"task": "claims.expire_leases", "schedule": 60.0},
     "expire-claim-approvals": {"task": "claims.expire_approvals", "schedule": 300.0},
     "sync-claim-requests": {"task": "claims.sync_requests", "schedule": 15.0},

@@ -354,12 +354,16 @@ SPECTACULAR_SETTINGS = {
 KUBE_API_SERVER = env_str("KUBE_API_SERVER")
 KUBECONFIG = env_str("KUBECONFIG")
 KUBE_CONTEXT = env_str("KUBE_CONTEXT")
-WATCH_RUN_SECONDS = env_int("WATCH_RUN_SECONDS", 240)  # one bounded watcher task
+# A watcher makes a fresh client and reflector this often (the configuration read again).
+WATCH_RUN_SECONDS = env_int("WATCH_RUN_SECONDS", 240)
 WATCH_REQUEST_SECONDS = env_int("WATCH_REQUEST_SECONDS", 60)  # timeoutSeconds of one watch
 MIRROR_RESYNC_SECONDS = env_int("MIRROR_RESYNC_SECONDS", 15 * 60)  # full relist + reconcile
 # A kind not heard from (event, bookmark or list) for longer is stale (amber); twice, red.
 MIRROR_STALE_SECONDS = env_int("MIRROR_STALE_SECONDS", 90)
-WATCHER_LOCK_TTL = env_int("WATCHER_LOCK_TTL", 30)
+# One watcher per kind (mirror/locks.py): its lock expires this long after its holder died;
+# standby watchers (the other replica) try to take a kind every WATCHER_STANDBY_SECONDS.
+WATCHER_LOCK_TTL = env_int("WATCHER_LOCK_TTL", 10)
+WATCHER_STANDBY_SECONDS = env_int("WATCHER_STANDBY_SECONDS", 1)
 WATCHER_LOCK_PREFIX = env_str("WATCHER_LOCK_PREFIX", "dra-portal:watcher:")  # one per portal
 
 # API tokens.

@@ -61,7 +61,7 @@ ACCOUNTS = [
 ]
 # The processes the Deployments run: name, account, Celery arguments (deploy/base/workers.yaml).
 PROCESSES = [
-    ("watchers", "dra-portal-watcher", ["worker", "-Q", "watchers", "--concurrency", "8"]),
+    ("watchers", "dra-portal-watcher", ["watch"]),
     ("allocator", "dra-portal-claims", ["worker", "-Q", "allocations", "--concurrency", "1"]),
     ("worker", "dra-portal-worker", ["worker", "-Q", "default,telemetry", "--concurrency", "2"]),
     ("backstop", "dra-portal-backstop", ["worker", "-Q", "backstop", "--concurrency", "1"]),
@@ -193,11 +193,16 @@ def start_processes(kubeconfigs: dict[str, str], logs: Path) -> list[tuple[str, 
         env.pop("ADMIN_KUBECONFIG", None)
         env.pop("KUBE_API_SERVER", None)
         log = logs / f"{name}.log"
-        extra = ["-n", f"{name}@%h"] if arguments[0] == "worker" else []
-        if arguments[0] == "beat":
-            extra = ["--schedule", str(logs / "celerybeat-schedule")]
+        if arguments[0] == "watch":  # the watchers are a command of their own, not Celery
+            command = [sys.executable, "manage.py", *arguments]
+        else:
+            extra = ["-n", f"{name}@%h"] if arguments[0] == "worker" else []
+            if arguments[0] == "beat":
+                extra = ["--schedule", str(logs / "celerybeat-schedule")]
+            command = [sys.executable, "-m", "celery", "-A", "portal", *arguments, *extra]
+            command += ["-l", "INFO"]
         process = subprocess.Popen(  # noqa: S603 (our own interpreter and arguments)
-            [sys.executable, "-m", "celery", "-A", "portal", *arguments, *extra, "-l", "INFO"],
+            command,
             cwd=ROOT,
             env=env,
             stdout=log.open("w"),
@@ -255,10 +260,8 @@ def the_portal_at_work(cluster: Any, kubeconfigs: dict[str, str]) -> None:
     from mirror.backstop import QUOTA_NAME, check_backstop, desired_hard, repair_backstop
     from mirror.cluster import Kind, NotFound
     from mirror.models import BackstopStatus, MirrorStatus
-    from mirror.tasks import ensure_watchers
     from portal.services import tenants
 
-    ensure_watchers.delay()  # what beat sends every 30 s
     mirror_exact(cluster, "after the first list")
 
     tenant = tenants.save_tenant(

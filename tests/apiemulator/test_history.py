@@ -3,6 +3,7 @@ forgotten, answered as kube-apiserver 1.36 answers them, and the cluster's ident
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import urllib.error
@@ -174,3 +175,36 @@ def test_a_restart_keeps_the_objects_but_answers_410_to_every_earlier_resource_v
         assert int(after) == restarted_at
         events = list(client.watch(Kind.NAMESPACES, resource_version=after, timeout_seconds=1))
         assert {e["type"] for e in events} <= {"BOOKMARK"}
+
+
+def test_an_api_server_that_goes_away_refuses_connections_then_comes_back_with_its_objects():
+    with (
+        Emulator(port=0, bookmark_interval=0.2) as emulator,
+        Cluster(ClusterConfig(server=emulator.url, read_timeout=5)) as client,
+    ):
+        created = client.create(Kind.NAMESPACES, {"metadata": {"name": "kept"}})
+        before = created["metadata"]["resourceVersion"]
+        watch = client.watch(Kind.NAMESPACES, resource_version=before, timeout_seconds=30)
+        assert next(watch)["type"] == "BOOKMARK"
+        client.create(Kind.NAMESPACES, {"metadata": {"name": "later"}})
+        port = emulator.port
+
+        emulator.go_away()
+
+        with contextlib.suppress(Unavailable):  # the open watch ends with the server
+            list(watch)
+        with pytest.raises(Unavailable):  # and nothing answers on its port
+            client.get(Kind.NAMESPACES, "kept")
+
+        emulator.come_back()
+
+        assert emulator.port == port
+        assert client.get(Kind.NAMESPACES, "kept")["metadata"]["uid"] == created["metadata"]["uid"]
+        with pytest.raises(Gone):  # a restarted server's watch cache starts now
+            next(client.watch(Kind.NAMESPACES, resource_version=before, timeout_seconds=1))
+        after = client.list_page(Kind.NAMESPACES)["metadata"]["resourceVersion"]
+        client.create(Kind.NAMESPACES, {"metadata": {"name": "after"}})
+        events = list(client.watch(Kind.NAMESPACES, resource_version=after, timeout_seconds=1))
+        assert [e["object"]["metadata"]["name"] for e in events if e["type"] == "ADDED"] == [
+            "after"
+        ]

@@ -28,7 +28,7 @@ def started_schedulers(
     returns the servers a simulated scheduler was started for."""
     started: list[str] = []
     monkeypatch.setattr(demo, "call_command", lambda *args, **kwargs: None)
-    monkeypatch.setattr(demo, "start_embedded_watchers", lambda stop: [])
+    monkeypatch.setattr(demo, "start_watchers", lambda stop: [])
     monkeypatch.setattr(
         demo, "start_simulated_scheduler", lambda server, stop: started.append(server)
     )
@@ -93,8 +93,7 @@ def test_the_demo_runs_the_lifecycle_beat_tasks_in_process(
         "notifications.quota_high",
         "notifications.lease_expiring",
     } <= runs
-    # Its watchers are threads and its telemetry is simulated by the demo itself.
-    assert "devices.tasks.ensure_watchers" not in runs
+    # Its telemetry is simulated by the demo itself.
     assert "devices.tasks.telemetry_ingest" not in runs
 
 

@@ -21,8 +21,9 @@ def compose() -> dict:
 
 def test_the_stack_has_every_service_with_health_checks_where_they_matter():
     services = compose()["services"]
-    assert {"postgres", "redis", "migrate", "web", "worker", "beat"} <= set(services)
-    for name in ("postgres", "redis", "web", "worker"):
+    assert {"postgres", "redis", "migrate", "web", "worker", "watchers", "beat"} <= set(services)
+    assert services["watchers"]["command"][:3] == ["python", "manage.py", "watch"]
+    for name in ("postgres", "redis", "web", "worker", "watchers"):
         assert "test" in services[name]["healthcheck"], name
     assert services["web"]["depends_on"]["migrate"]["condition"] == (
         "service_completed_successfully"
@@ -31,7 +32,7 @@ def test_the_stack_has_every_service_with_health_checks_where_they_matter():
 
 def test_the_app_services_run_in_production_mode_with_their_secrets_from_the_environment():
     services = compose()["services"]
-    for name in ("web", "worker", "beat", "migrate"):
+    for name in ("web", "worker", "watchers", "beat", "migrate"):
         environment = services[name]["environment"]
         assert environment["DEBUG"] == "false"
         for key in ("SECRET_KEY", "DATABASE_URL", "REDIS_URL", "ALLOWED_HOSTS"):

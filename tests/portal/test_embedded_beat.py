@@ -22,10 +22,10 @@ def test_it_runs_each_entry_at_its_interval_and_outlives_a_failing_task(monkeypa
     schedule = {
         "expire-claim-leases": {"task": "claims.expire_leases", "schedule": 0.05},
         "resume-claim-requests": {"task": "claims.resume_requests", "schedule": 0.05},
-        "ensure-watchers": {"task": "devices.tasks.ensure_watchers", "schedule": 0.05},
+        "telemetry-ingest": {"task": "devices.tasks.telemetry_ingest", "schedule": 0.05},
     }
     stop = threading.Event()
-    thread = start_embedded_beat(stop, skip={"ensure-watchers"}, schedule=schedule, tick=0.01)
+    thread = start_embedded_beat(stop, skip={"telemetry-ingest"}, schedule=schedule, tick=0.01)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and min(ran.count("leases"), ran.count("resume")) < 3:
         time.sleep(0.02)

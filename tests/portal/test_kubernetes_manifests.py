@@ -78,7 +78,7 @@ COMPONENTS = {
     "worker": ("dra-portal-worker", 2, {"default", "telemetry"}),
     "allocator": ("dra-portal-claims", 1, {"allocations"}),
     "backstop": ("dra-portal-backstop", 1, {"backstop"}),
-    "watchers": ("dra-portal-watcher", 2, {"watchers"}),
+    "watchers": ("dra-portal-watcher", 2, None),
     "beat": ("dra-portal-beat", 1, None),
 }
 
@@ -171,11 +171,30 @@ def test_servers_have_startup_liveness_and_readiness_probes_and_workers_a_ping(r
     exporter = of_kind(rendered, "DaemonSet")["dra-portal-exporter"]
     (container,) = exporter["spec"]["template"]["spec"]["containers"]
     assert {"startupProbe", "livenessProbe", "readinessProbe"} <= set(container)
-    for component in ("worker", "allocator", "backstop", "watchers"):
+    for component in ("worker", "allocator", "backstop"):
         (container,) = deployment(rendered, component)["spec"]["template"]["spec"]["containers"]
         for probe in ("startupProbe", "livenessProbe"):
             command = " ".join(container[probe]["exec"]["command"])
             assert "inspect ping --destination celery@$HOSTNAME" in command, component
+    # The watchers are not a Celery worker: alive while the file their command touches is new.
+    (container,) = deployment(rendered, "watchers")["spec"]["template"]["spec"]["containers"]
+    command = container["command"]
+    alive = command[command.index("--alive-file") + 1]
+    assert command[:3] == ["python", "manage.py", "watch"]
+    for probe in ("startupProbe", "livenessProbe"):
+        assert alive in " ".join(container[probe]["exec"]["command"])
+
+
+def test_the_workers_and_watchers_serve_their_metrics_on_the_port_the_pod_monitor_scrapes(
+    rendered,
+):
+    for component in ("worker", "allocator", "backstop", "watchers"):
+        (container,) = deployment(rendered, component)["spec"]["template"]["spec"]["containers"]
+        env = {item["name"]: item["value"] for item in container.get("env", [])}
+        ports = {port["name"]: port["containerPort"] for port in container["ports"]}
+        assert ports["metrics"] == int(env["METRICS_PORT"]), component
+        if component != "watchers":  # prefork pools: their processes' samples added up
+            assert env["PROMETHEUS_MULTIPROC_DIR"].startswith("/tmp/"), component  # noqa: S108
 
 
 def test_the_web_and_watchers_run_twice_without_both_going_and_beat_and_allocator_once(rendered):
@@ -208,7 +227,6 @@ def test_every_celery_queue_is_consumed_by_the_component_that_holds_its_rights(r
     assert consumed[routes["mirror.sync_backstop"]["queue"]] == "backstop"
     assert consumed[routes["mirror.check_backstops"]["queue"]] == "backstop"
     assert consumed[routes["claims.apply_request"]["queue"]] == "allocator"
-    assert consumed[routes["devices.tasks.watch_*"]["queue"]] == "watchers"
 
 
 def test_the_roles_are_exactly_the_minimal_set(rendered):

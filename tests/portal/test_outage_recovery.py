@@ -11,207 +11,50 @@ variant (closed ports, in-process) is ``test_service_unavailable.py``.
 
 from __future__ import annotations
 
-import contextlib
-import glob
-import http.cookiejar
 import json
-import os
-import pwd
-import secrets
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
 from apiemulator import Emulator
-from mirror.cluster import Cluster, ClusterConfig, Kind
 from tests.mirror.conftest import fixture_objects
+from tests.stack import (
+    Postgres,
+    Redis,
+    Stack,
+    fetch,
+    free_port,
+    signed_in,
+    status_of,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 RECOVERY_SECONDS = 30
-PASSWORD = "outage-test-password-1"  # noqa: S105 - a throwaway database's user
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> float:
-    """Polls ``condition`` until it holds; answers how long that took."""
-    started = time.monotonic()
-    while not condition():
-        if time.monotonic() - started > seconds:
-            raise AssertionError(f"{what}: not within {seconds} s")
-        time.sleep(0.2)
-    return time.monotonic() - started
-
-
-def stop_process(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
-
-
-# -- throwaway services ------------------------------------------------------------------------
-
-
-@dataclass
-class Postgres:
-    folder: Path
-    port: int
-    bin: Path
-    user: str | None  # run as this user (initdb refuses root)
-
-    def _run(self, *args: str) -> None:
-        command = [str(self.bin / args[0]), *args[1:]]
-        if self.user:
-            command = ["runuser", "-u", self.user, "--", *command]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=60)
-        assert result.returncode == 0, f"{args[0]}: {result.stdout}{result.stderr}"
-
-    def start(self) -> None:
-        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-        log = str(self.folder / "log")
-        self._run(
-            "pg_ctl", "-D", str(self.folder / "data"), "-o", options, "-l", log, "-w", "start"
-        )
-
-    def stop(self) -> None:
-        # -m fast: clients are disconnected at once, as in a restart or a failover.
-        self._run("pg_ctl", "-D", str(self.folder / "data"), "-m", "fast", "-w", "stop")
-
-    @property
-    def url(self) -> str:
-        return f"postgres://postgres@127.0.0.1:{self.port}/portal"
 
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[Postgres]:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb")) or [shutil.which("initdb")]
-    if not found[-1]:
-        pytest.skip("PostgreSQL's server binaries (initdb, pg_ctl) are not installed")
-    user = None
-    if os.geteuid() == 0:
-        try:
-            user = pwd.getpwnam("postgres").pw_name
-        except KeyError:
-            pytest.skip("running as root and there is no postgres user to run initdb as")
-    # Not under pytest's folder: that one is private to root, and the server runs as postgres.
-    folder = Path(tempfile.mkdtemp(prefix="dra-portal-postgres-"))
-    if user:
-        shutil.chown(folder, user)
-    server = Postgres(folder, free_port(), Path(found[-1]).parent, user)
-    server._run("initdb", "-D", str(folder / "data"), "-U", "postgres", "--auth=trust", "-N")
-    server.start()
-    import psycopg
-
-    with psycopg.connect(
-        f"host=127.0.0.1 port={server.port} user=postgres dbname=postgres", autocommit=True
-    ) as connection:
-        connection.execute("CREATE DATABASE portal")
+    try:
+        server = Postgres.create()
+    except LookupError as error:
+        pytest.skip(str(error))
     yield server
-    with contextlib.suppress(AssertionError):  # already stopped
-        server.stop()
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-@dataclass
-class Redis:
-    folder: Path
-    port: int
-    process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        # Append-only, as in docker-compose.yml: what was queued survives the restart.
-        self.process = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--dir",
-                str(self.folder),
-                "--appendonly",
-                "yes",
-                "--save",
-                "",
-            ],
-            stdout=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        wait_for(self._answers, 10, "redis-server started")
-
-    def _answers(self) -> bool:
-        import redis
-
-        try:
-            return bool(redis.Redis(port=self.port, socket_connect_timeout=1).ping())
-        except redis.RedisError:
-            return False
-
-    def stop(self) -> None:
-        if self.process is not None:
-            stop_process(self.process)
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+    server.destroy()
 
 
 @pytest.fixture(scope="module")
 def redis_server(tmp_path_factory) -> Iterator[Redis]:
-    if not shutil.which("redis-server"):
-        pytest.skip("redis-server is not installed")
-    server = Redis(tmp_path_factory.mktemp("redis"), free_port())
-    server.start()
+    try:
+        server = Redis.create(tmp_path_factory.mktemp("redis"))
+    except LookupError as error:
+        pytest.skip(str(error))
     yield server
     server.stop()
-
-
-# -- the portal in production mode ---------------------------------------------------------------
-
-
-@dataclass
-class Portal:
-    url: str
-    env: dict[str, str]
-    token: str
-    processes: list[subprocess.Popen] = field(default_factory=list)
-
-
-def manage(env: dict[str, str], *args: str) -> str:
-    result = subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout
 
 
 @pytest.fixture(scope="module")
@@ -222,113 +65,20 @@ def emulator() -> Iterator[Emulator]:
 
 
 @pytest.fixture(scope="module")
-def portal(postgres, redis_server, emulator, tmp_path_factory) -> Iterator[Portal]:
-    var = tmp_path_factory.mktemp("portal")
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("DATABASE_URL", "REDIS_URL", "KUBE", "DJANGO_", "LOG_", "PYTEST"))
-    }
-    env.update(
-        DEBUG="false",
-        SECRET_KEY=secrets.token_urlsafe(50),
-        ALLOWED_HOSTS="127.0.0.1,localhost",
-        DATABASE_URL=postgres.url,
-        REDIS_URL=redis_server.url,
-        SECURE_SSL_REDIRECT="false",
-        STATIC_ROOT=str(var / "static"),
-        PORTAL_VAR_DIR=str(var),
-        KUBE_API_SERVER=emulator.url,
-        DATABASE_CONNECT_TIMEOUT="2",
-        REDIS_TIMEOUT_SECONDS="2",
-        LOG_FORMAT="json",
-        WATCH_REQUEST_SECONDS="5",
-    )
-    manage(env, "migrate", "--no-input")
-    manage(env, "collectstatic", "--no-input", "--verbosity", "0")
-    token = (
-        manage(
-            env,
-            "shell",
-            "-c",
-            "from django.contrib.auth.models import User\n"
-            "from portal.services.api_tokens import issue_api_token\n"
-            f"bob = User.objects.create_user('bob', password='{PASSWORD}')\n"
-            "print(issue_api_token(user=bob, name='outage', lifetime=None).secret)",
-        )
-        .strip()
-        .splitlines()[-1]
-    )
-    port = free_port()
-    web_env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(var / "web-metrics")}
-    web = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "portal.wsgi",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            "2",
-            "--timeout",
-            "60",
-        ],
-        cwd=ROOT,  # gunicorn.conf.py is read from here
-        env=web_env,
-        stdout=open(var / "web.log", "w"),  # noqa: SIM115 - closed with the process
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    deployed = Portal(f"http://127.0.0.1:{port}", env, token, [web])
+def portal(postgres, redis_server, emulator, tmp_path_factory) -> Iterator[Stack]:
+    stack = Stack(postgres.url, redis_server.url, emulator.url, tmp_path_factory.mktemp("portal"))
+    stack.prepare()
     try:
-        wait_for(lambda: status_of(f"{deployed.url}/healthz") == 200, 60, "gunicorn started")
-        yield deployed
+        stack.web(workers=2)
+        yield stack
     finally:
-        for process in deployed.processes:
-            stop_process(process)
-
-
-def status_of(url: str, **headers: str) -> int:
-    return fetch(url, **headers)[0]
-
-
-def fetch(url: str, opener=None, data: bytes | None = None, **headers: str):
-    request = urllib.request.Request(url, data=data, headers=headers)
-    try:
-        with (opener or urllib.request.build_opener()).open(request, timeout=30) as response:
-            return response.status, dict(response.headers), response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read()
-    except (urllib.error.URLError, ConnectionError, TimeoutError):
-        return 0, {}, b""
-
-
-class PlainHttpCookies(http.cookiejar.DefaultCookiePolicy):
-    """Production sets its cookies Secure (behind TLS); the test talks plain HTTP on
-    loopback, so it sends them anyway."""
-
-    def return_ok_secure(self, cookie, request):  # noqa: ANN001 - the base's signature
-        return True
-
-
-def signed_in(portal: Portal):
-    jar = http.cookiejar.CookieJar(PlainHttpCookies())
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-    fetch(f"{portal.url}/login/", opener)
-    csrf = next(cookie.value for cookie in jar if cookie.name == "csrftoken")
-    body = urllib.parse.urlencode(
-        {"username": "bob", "password": PASSWORD, "csrfmiddlewaretoken": csrf}
-    ).encode()
-    status, _, _ = fetch(f"{portal.url}/login/", opener, body, Referer=f"{portal.url}/login/")
-    assert status == 200  # redirected to the dashboard, which answers
-    return opener
+        stack.stop_all()
 
 
 class Load:
     """Pages and API requests in a loop from two threads; every status is counted."""
 
-    def __init__(self, portal: Portal, opener) -> None:
+    def __init__(self, portal: Stack, opener) -> None:
         self.statuses: Counter[tuple[str, int]] = Counter()
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -359,7 +109,7 @@ class Load:
             thread.join(timeout=60)
 
 
-def assert_503(portal: Portal, opener, service: str) -> None:
+def assert_503(portal: Stack, opener, service: str) -> None:
     status, headers, body = fetch(f"{portal.url}/claims/", opener)
     assert status == 503, (status, body[:300])
     assert headers["Retry-After"] == "5"
@@ -376,7 +126,7 @@ def assert_503(portal: Portal, opener, service: str) -> None:
     assert json.loads(body)["checks"][service]["ok"] is False
 
 
-def recovered(portal: Portal, opener) -> bool:
+def recovered(portal: Stack, opener) -> bool:
     return (
         fetch(f"{portal.url}/claims/", opener)[0] == 200
         and status_of(
@@ -390,7 +140,7 @@ def recovered(portal: Portal, opener) -> bool:
 def test_restarting_postgresql_and_redis_under_load_answers_503_then_recovers(
     portal, postgres, redis_server
 ):
-    opener = signed_in(portal)
+    opener = signed_in(portal.url)
     assert recovered(portal, opener)
     with Load(portal, opener) as load:
         time.sleep(1)
@@ -438,74 +188,32 @@ def test_the_web_adds_up_the_metrics_of_its_workers(portal):
     assert healthz_count() == before + 20
 
 
-def test_a_worker_serves_the_metrics_of_its_pool_and_logs_the_enqueuing_request(
-    portal, emulator, tmp_path
-):
+def test_a_worker_serves_the_metrics_of_its_pool_and_logs_the_enqueuing_request(portal):
+    """A prefork worker with two pool processes: the claim it applies is counted in a pool
+    process and served by the main one, and its log lines carry the id of the API request that
+    submitted the claim."""
+    portal.watchers("watchers")
+    portal.wait_until_mirrored()
     metrics_port = free_port()
-    log = tmp_path / "worker.log"
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "portal",
-            "worker",
-            "-Q",
-            "watchers",
-            "--pool",
-            "prefork",
-            "--concurrency",
-            "2",
-            "--loglevel",
-            "INFO",
-            "--hostname",
-            f"outage-test-{metrics_port}@%h",
-        ],
-        cwd=ROOT,
-        env={
-            **portal.env,
-            "METRICS_PORT": str(metrics_port),
-            "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "worker-metrics"),
-            "WATCH_RUN_SECONDS": "60",
-        },
-        stdout=open(log, "w"),  # noqa: SIM115 - closed with the process
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    portal.processes.append(worker)
+    portal.worker("allocator", "allocations", concurrency=2, metrics_port=metrics_port)
     metrics = f"http://127.0.0.1:{metrics_port}/metrics"
     wait_for(lambda: status_of(metrics) == 200, 60, "the worker's metrics endpoint")
-    manage(
-        portal.env,
-        "shell",
-        "-c",
-        "from portal.logs import log_context\n"
-        "from mirror.tasks import watch_kind\n"
-        "with log_context(request_id='enqueued-by-test'):\n"
-        "    watch_kind.apply_async(('resourceslices',), queue='watchers')",
+    status, body = portal.api(
+        "POST",
+        "claim-requests/",
+        {"namespace": "gpu-test1", "name": "metered", "device_class": "gpu.nvidia.com"},
+        **{"X-Request-ID": "submitted-by-test"},
     )
+    assert status == 201, body
 
-    def batches() -> float:
-        _, _, body = fetch(metrics)
-        prefix = 'dra_portal_mirror_batch_duration_seconds_count{kind="resourceslices"}'
-        lines = [line for line in body.decode().splitlines() if line.startswith(prefix)]
+    def applied() -> float:
+        _, _, text = fetch(metrics)
+        prefix = 'dra_portal_claim_apply_total{outcome="applied"}'
+        lines = [line for line in text.decode().splitlines() if line.startswith(prefix)]
         return float(lines[0].split()[-1]) if lines else 0.0
 
-    with Cluster(ClusterConfig(server=emulator.url)) as cluster:
-        victim = cluster.list_page(Kind.RESOURCE_SLICES, limit=1)["items"][0]
-
-        def changed() -> bool:
-            """Edits a slice until the watcher (listing first) has committed a batch."""
-            fresh = cluster.get(Kind.RESOURCE_SLICES, victim["metadata"]["name"])
-            fresh["metadata"]["labels"] = {"edited": str(time.monotonic_ns())}
-            cluster.replace(Kind.RESOURCE_SLICES, fresh)
-            time.sleep(0.5)
-            return batches() >= 1
-
-        wait_for(changed, 60, "a watch batch measured in a pool process")
-
-    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
-    task_lines = [line for line in lines if line.get("task_name") == "devices.tasks.watch_kind"]
-    assert task_lines, log.read_text()[-3000:]
-    assert {line["request_id"] for line in task_lines} == {"enqueued-by-test"}
+    wait_for(lambda: applied() >= 1, 60, "an apply measured in a pool process")
+    lines = portal.json_log("allocator")
+    task_lines = [line for line in lines if line.get("task_name") == "claims.apply_request"]
+    assert task_lines, portal.log("allocator")[-3000:]
+    assert {line["request_id"] for line in task_lines} == {"submitted-by-test"}

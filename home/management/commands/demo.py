@@ -28,7 +28,7 @@ from devices.models import Device, DeviceClass, TelemetrySource
 from devices.telemetry.ingest import backfill_simulated_history, ingest_source, prune, roll_up
 from home.demo_data import DEMO_CLASS_POLICIES, DEMO_PENDING, seed_class_policies, seed_governance
 from home.scheduler import start_simulated_scheduler
-from mirror.watchers import start_embedded_watchers
+from mirror.watchers import start_watchers
 from portal.celery import start_embedded_beat
 
 logger = logging.getLogger(__name__)
@@ -38,12 +38,11 @@ FIXTURES = Path(settings.BASE_DIR) / "devices" / "fixtures"
 FIXTURE_ORDER = ["namespaces.json", "nodes.json"]
 DEMO_TELEMETRY_SOURCE = "demo-simulated"
 
-# Beat entries the demo runs its own way: watchers are threads; telemetry, usage rollups and the
-# idle sweep follow the simulated source (``_simulate_telemetry``). The rest (leases, request
+# Beat entries the demo runs its own way: telemetry, usage rollups and the idle sweep follow the
+# simulated source (``_simulate_telemetry``). The rest (leases, request
 # sync and resume, quota alarms, backstops, webhooks) run on the embedded beat.
 EMBEDDED_BEAT_SKIP = frozenset(
     {
-        "ensure-watchers",
         "telemetry-ingest",
         "telemetry-roll-up",
         "telemetry-prune",
@@ -81,7 +80,7 @@ class Command(BaseCommand):
                 "The demo cluster's scheduler is simulated: home/scheduler.py allocates claims "
                 "with the portal's allocator and binds pods (not a real kube-scheduler)."
             )
-        start_embedded_watchers(stop)
+        start_watchers(stop)
         start_embedded_beat(stop, skip=EMBEDDED_BEAT_SKIP)
         threading.Thread(
             target=self._seed_governance, args=(stop,), daemon=True, name="demo-governance"
