@@ -21,6 +21,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -63,7 +64,6 @@ State = ClaimRequest.State
 # How long after applying a reservation the scheduler may still hand its devices to another
 # claim (it learns of our write through its informer).
 CONFLICT_WINDOW = timedelta(seconds=30)
-STUCK_AFTER = timedelta(seconds=30)
 MAX_CONFLICT_RETRIES = 3
 
 
@@ -431,8 +431,8 @@ def conflicted_reservations() -> list[str]:
 
 def resume_requests() -> list[str]:
     """Beat: requests left in submitted/allocating/releasing (a worker died, the API server was
-    down) longer than ``STUCK_AFTER``: their ids, to enqueue again."""
-    before = timezone.now() - STUCK_AFTER
+    down) longer than ``CLAIMS_RESUME_AFTER_SECONDS``: their ids, to enqueue again."""
+    before = timezone.now() - timedelta(seconds=settings.CLAIMS_RESUME_AFTER_SECONDS)
     return [
         str(pk)
         for pk in ClaimRequest.objects.filter(

@@ -382,6 +382,9 @@ FRAGMENTATION_BUDGET_MS = env_int("FRAGMENTATION_BUDGET_MS", 5000)
 # How long (milliseconds) one claim preview asks the allocator how many of the matching devices
 # fit together, on nodes whose devices share counters (MIG); later previews finish the rest.
 CLAIMS_PREVIEW_FIT_BUDGET_MS = env_int("CLAIMS_PREVIEW_FIT_BUDGET_MS", 500)
+# A claim request left submitted, allocating or releasing this long (a worker died mid-apply)
+# is enqueued again by beat's claims.resume_requests (every 30 s).
+CLAIMS_RESUME_AFTER_SECONDS = env_int("CLAIMS_RESUME_AFTER_SECONDS", 30)
 # How long a claim request may wait for approval before it expires (7d, 12h, P3D, ...).
 try:
     CLAIMS_APPROVAL_TIMEOUT = parse_duration(env_str("CLAIMS_APPROVAL_TIMEOUT", "3d"))
