@@ -215,6 +215,37 @@ def shared_database(server_url: str | None = None) -> Iterator[str]:
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def missing_redis_server() -> str | None:
+    """Why :class:`Redis` (and so :func:`on_loopback`) cannot run here, or None."""
+    return None if shutil.which("redis-server") else "redis-server is not installed"
+
+
+@contextlib.contextmanager
+def on_loopback(
+    var: Path, objects: list[dict[str, Any]], **extra_env: str
+) -> Iterator[tuple[Stack, Any]]:
+    """A :class:`Stack` (migrated, nothing started) on a database of its own on the machine's
+    PostgreSQL and a redis-server of its own, with the API emulator (in this process) holding
+    ``objects``; every process it started is stopped afterwards. Needs a redis-server
+    (:func:`missing_redis_server`)."""
+    from apiemulator import Emulator
+
+    broker = Redis.create(var / "redis")
+    try:
+        with (
+            Emulator(port=0, bookmark_interval=0.5) as emulator,
+            shared_database() as database_url,
+        ):
+            emulator.load(objects)
+            stack = Stack(database_url, broker.url, emulator.url, var / "portal", extra_env)
+            try:
+                yield stack, emulator
+            finally:
+                stack.stop_all()
+    finally:
+        broker.stop()
+
+
 # -- the portal's processes ----------------------------------------------------------------------
 
 

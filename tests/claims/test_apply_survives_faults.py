@@ -22,7 +22,7 @@ from mirror.cluster import Cluster, ClusterConfig, Kind
 from mirror.mapping import MIRRORED_KINDS
 from mirror.store import MODELS
 from tests.mirror.conftest import fixture_objects
-from tests.stack import Redis, Stack, fetch, shared_database, signed_in, wait_for
+from tests.stack import Stack, fetch, missing_redis_server, on_loopback, signed_in, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -34,44 +34,26 @@ AWAY_SECONDS = 8
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory) -> Iterator[tuple[Stack, Emulator]]:
+    if reason := missing_redis_server():
+        pytest.skip(reason)
     var = tmp_path_factory.mktemp("faults")
-    try:
-        broker = Redis.create(var / "redis")
-    except LookupError as error:
-        pytest.skip(str(error))
-    try:
-        with (
-            Emulator(port=0, bookmark_interval=0.5) as emulator,
-            shared_database() as database_url,
-        ):
-            emulator.load(fixture_objects())
-            stack = Stack(
-                database_url,
-                broker.url,
-                emulator.url,
-                var / "portal",
-                extra_env={"CLAIMS_RESUME_AFTER_SECONDS": str(RESUME_AFTER)},
-            )
-            stack.prepare()
-            # Room for every request of this module in team-a's quota.
-            stack.shell(
-                "from portal.models import Tenant\n"
-                "from portal.services.tenants import save_quota\n"
-                "save_quota(actor=None, tenant=Tenant.objects.get(slug='team-a'),\n"
-                "    device_class_name='gpu.nvidia.com', max_devices=20, max_claims=20,\n"
-                "    approve_above_devices=4)"
-            )
-            try:
-                stack.web(workers=2)
-                stack.watchers("watchers")
-                stack.wait_until_mirrored()
-                stack.worker("allocator", "allocations")
-                stack.worker("worker", "default", concurrency=2)
-                yield stack, emulator
-            finally:
-                stack.stop_all()
-    finally:
-        broker.stop()
+    settings = {"CLAIMS_RESUME_AFTER_SECONDS": str(RESUME_AFTER)}
+    with on_loopback(var, fixture_objects(), **settings) as (stack, emulator):
+        stack.prepare()
+        # Room for every request of this module in team-a's quota.
+        stack.shell(
+            "from portal.models import Tenant\n"
+            "from portal.services.tenants import save_quota\n"
+            "save_quota(actor=None, tenant=Tenant.objects.get(slug='team-a'),\n"
+            "    device_class_name='gpu.nvidia.com', max_devices=20, max_claims=20,\n"
+            "    approve_above_devices=4)"
+        )
+        stack.web(workers=2)
+        stack.watchers("watchers")
+        stack.wait_until_mirrored()
+        stack.worker("allocator", "allocations")
+        stack.worker("worker", "default", concurrency=2)
+        yield stack, emulator
 
 
 def submit(stack: Stack, name: str) -> str:
@@ -120,7 +102,10 @@ def mirror_exact(stack: Stack, emulator: Emulator) -> bool:
         # The claim is created, the worker dies while it writes the reservation's status.
         ("writing the status", Fault("latency", path=r"/resourceclaims/[^/]+/status$", seconds=6)),
         # The worker dies while the API server takes the create (and then makes the claim).
-        ("creating the claim", Fault("latency", path=r"/resourceclaims$", method="POST", seconds=6)),
+        (
+            "creating the claim",
+            Fault("latency", path=r"/resourceclaims$", method="POST", seconds=6),
+        ),  # noqa: E501
     ],
 )
 def test_an_allocator_killed_mid_apply_loses_nothing_and_applies_once(stack, moment, fault):

@@ -20,7 +20,7 @@ from mirror.mapping import MIRRORED_KINDS
 from mirror.models import MirrorStatus
 from mirror.store import MODELS
 from tests.mirror.conftest import fixture_objects
-from tests.stack import Redis, Stack, fetch, free_port, shared_database, wait_for
+from tests.stack import Stack, fetch, free_port, missing_redis_server, on_loopback, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -31,31 +31,14 @@ LOCK_TTL = 5
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory) -> Iterator[tuple[Stack, Emulator]]:
+    if reason := missing_redis_server():
+        pytest.skip(reason)
     var = tmp_path_factory.mktemp("takeover")
-    try:
-        broker = Redis.create(var / "redis")
-    except LookupError as error:
-        pytest.skip(str(error))
-    try:
-        with (
-            Emulator(port=0, bookmark_interval=0.5) as emulator,
-            shared_database() as database_url,
-        ):
-            emulator.load(fixture_objects())
-            stack = Stack(
-                database_url,
-                broker.url,
-                emulator.url,
-                var / "portal",
-                extra_env={"WATCHER_LOCK_TTL": str(LOCK_TTL), "WATCH_REQUEST_SECONDS": "5"},
-            )
-            stack.manage("migrate", "--no-input")
-            try:
-                yield stack, emulator
-            finally:
-                stack.stop_all()
-    finally:
-        broker.stop()
+    with on_loopback(
+        var, fixture_objects(), WATCHER_LOCK_TTL=str(LOCK_TTL), WATCH_REQUEST_SECONDS="5"
+    ) as (stack, emulator):
+        stack.manage("migrate", "--no-input")
+        yield stack, emulator
 
 
 def holders(stack: Stack) -> dict[str, str | None]:
