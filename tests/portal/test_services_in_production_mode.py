@@ -27,7 +27,7 @@ def test_celery_talks_to_the_redis_broker(redis_url):
         assert conn.transport_cls in ("redis", "rediss")
 
 
-@pytest.mark.parametrize("queue", ["default", "watchers", "telemetry"])
+@pytest.mark.parametrize("queue", ["default", "telemetry", "allocations", "backstop"])
 def test_celery_has_a_queue_per_kind_of_work(queue):
     assert queue in {q.name for q in app.conf.task_queues}
     assert app.conf.task_serializer == "json"
