@@ -99,7 +99,8 @@ def empty_portal_tables() -> None:
 
 def mirror_cluster(url: str) -> float:
     """Copies the emulator into PostgreSQL with the mirror's reflectors; returns the seconds."""
-    from mirror.cluster import Cluster, ClusterConfig
+    from kube.client import Cluster
+    from kube.config import ClusterConfig
     from mirror.mapping import MIRRORED_KINDS
     from mirror.reflector import Reflector
 
@@ -435,7 +436,7 @@ def follow_mirror(nodes: int, allocated: int, rate: float, seconds: float) -> No
 
     from claims.index import index
     from devices.models import InventoryChange
-    from mirror.kinds import Kind
+    from kube.kinds import Kind
     from mirror.store import apply_events
 
     template = build_scenario(1, 1)["resourceclaims"][0]

@@ -108,7 +108,7 @@ def _flatten(kind: str, items: list[dict[str, Any]]) -> Rows:
 
 
 def _pages(cluster: Any, kind: Any, page_size: int) -> Iterator[list[dict[str, Any]]]:
-    from mirror.kinds import KINDS
+    from kube.kinds import KINDS
 
     path = KINDS[kind].path(None)
     continue_: str | None = None

@@ -153,7 +153,8 @@ def lock_holders(stack: Stack) -> dict[str, str | None]:
 
 
 def mirror_differences(stack: Stack, emulator: Any) -> dict[str, str]:
-    from mirror.cluster import Cluster, ClusterConfig
+    from kube.client import Cluster
+    from kube.config import ClusterConfig
     from mirror.mapping import MIRRORED_KINDS
     from mirror.store import MODELS
 
@@ -534,7 +535,9 @@ def main() -> int:
         lost = [r for r in result["submitted"] if r not in rows]
         stuck = [r for r, s in rows.items() if s in ("submitted", "allocating", "releasing")]
         from claims.models import REQUEST_ID_LABEL
-        from mirror.cluster import Cluster, ClusterConfig, Kind
+        from kube.client import Cluster
+        from kube.config import ClusterConfig
+        from kube.kinds import Kind
 
         with Cluster(ClusterConfig(server=emulator.url, read_timeout=60)) as cluster:
             labelled, _ = cluster.list_all(Kind.RESOURCE_CLAIMS, label_selector=REQUEST_ID_LABEL)

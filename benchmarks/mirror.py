@@ -304,7 +304,9 @@ def watcher_main(url: str, watch_seconds: float, profile: str | None) -> None:
     logging.getLogger("mirror").setLevel(logging.WARNING)
     from django.db import connection
 
-    from mirror.cluster import Cluster, ClusterConfig, Kind
+    from kube.client import Cluster
+    from kube.config import ClusterConfig
+    from kube.kinds import Kind
     from mirror.mapping import MIRRORED_KINDS
     from mirror.reflector import Reflector
 

@@ -29,7 +29,7 @@ from devices.models import (
     TelemetrySource,
 )
 from devices.telemetry.reads import STALE_AFTER
-from mirror.kinds import Kind
+from kube.kinds import Kind
 from mirror.models import MirrorStatus
 
 __all__ = ["cluster_overview"]

@@ -45,16 +45,10 @@ from claims.models import SIMULATED_SCHEDULER_ANNOTATION
 from dra.allocator import DEFAULT_TIMEOUT_SECONDS, run_case
 from dra.features import FEATURE_NAMES, PORTAL_FEATURES
 from dra.model import InvalidObject, parse_node, parse_node_selector
-from mirror.cluster import (
-    Cluster,
-    ClusterConfig,
-    ClusterError,
-    Conflict,
-    Gone,
-    Kind,
-    NotFound,
-    Unreachable,
-)
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.errors import ClusterError, Conflict, Gone, NotFound, Unreachable
+from kube.kinds import Kind
 from mirror.reflector import Backoff
 
 __all__ = [

@@ -36,18 +36,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from dra.quantity import QuantityError, parse_quantity
-from mirror.cluster import (
-    AlreadyExists,
-    Cluster,
-    ClusterError,
-    Conflict,
-    Kind,
-    NotFound,
-    Unavailable,
-    connect,
-)
+from kube.client import Cluster
+from kube.errors import AlreadyExists, ClusterError, Conflict, NotFound, Unavailable
+from kube.kinds import Kind
 from mirror.models import BackstopStatus
-from mirror.watchers import cluster_config
+from portal.cluster import connected
 from portal.models import AuditEvent, Tenant
 from portal.services.audit import record_event
 
@@ -318,7 +311,7 @@ def sync_backstop(tenant_id: int) -> str:
     enabled = tenant.resource_quota_backstop
     namespaces = tenant.namespace_names if enabled else []
     try:
-        with connect(cluster_config()) as cluster:
+        with connected() as cluster:
             hard = desired_hard(tenant)
             results = [_apply(cluster, tenant, ns, hard) for ns in namespaces]
             deleted = _delete_owned(cluster, tenant.slug, set(namespaces))
@@ -346,7 +339,7 @@ def check_backstop(tenant: Tenant) -> list[NamespaceCheck]:
     namespaces = tenant.namespace_names
     hard = desired_hard(tenant)
     try:
-        with connect(cluster_config()) as cluster:
+        with connected() as cluster:
             results = [_inspect(cluster, ns, hard) for ns in namespaces]
     except Unavailable as error:
         results = _unreachable(tenant, namespaces, error)
@@ -366,7 +359,7 @@ def repair_backstop(*, actor: AbstractBaseUser | None, tenant: Tenant) -> list[N
         raise ValueError("The ResourceQuota backstop is off for this tenant.")
     namespaces = tenant.namespace_names
     hard = desired_hard(tenant)
-    with connect(cluster_config()) as cluster:
+    with connected() as cluster:
         before = {ns: _inspect(cluster, ns, hard).live for ns in namespaces}
         results = [_apply(cluster, tenant, ns, hard) for ns in namespaces]
         _delete_owned(cluster, tenant.slug, set(namespaces))
@@ -397,7 +390,7 @@ def prune_orphans() -> list[str]:
         if namespace
     }
     deleted = []
-    with connect(cluster_config()) as cluster:
+    with connected() as cluster:
         items, _ = cluster.list_all(Kind.RESOURCE_QUOTAS, label_selector=OWNED_SELECTOR)
         for item in items:
             meta = item.get("metadata") or {}

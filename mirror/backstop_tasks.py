@@ -8,8 +8,9 @@ from typing import Any
 from celery import shared_task
 from django.db import transaction
 
+from kube.errors import Unavailable
+from kube.kinds import Kind
 from mirror import backstop
-from mirror.cluster import Kind, Unavailable
 
 __all__ = ["check_backstops", "check_replaced_cluster", "follow_quota_changes", "sync_backstop"]
 

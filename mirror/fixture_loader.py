@@ -23,7 +23,9 @@ from typing import Any
 
 import yaml
 
-from mirror.cluster import AlreadyExists, Cluster, ClusterError, Kind, NotFound
+from kube.client import Cluster
+from kube.errors import AlreadyExists, ClusterError, NotFound
+from kube.kinds import Kind
 
 __all__ = ["LOAD_ORDER", "LoadReport", "load_fixtures", "read_fixture_files"]
 

@@ -49,7 +49,7 @@ from claims.models import (
 )
 from claims.services import CLAIM_DELETED_REASON, CLUSTER_REPLACED_REASON, transition
 from claims.signals import claim_moved, tenant_usage_changed
-from mirror.kinds import Kind
+from kube.kinds import Kind
 from mirror.models import MirrorStatus
 from mirror.store import is_newer
 from portal.models import AuditEvent, TenantNamespace

@@ -11,10 +11,12 @@ from dataclasses import replace
 from django.conf import settings
 from django.db import DatabaseError
 
-from mirror.cluster import Cluster, ClusterConfig, ClusterError
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.errors import ClusterError
 from mirror.mapping import MIRRORED_KINDS
 from mirror.models import MirrorStatus
-from mirror.watchers import cluster_config
+from portal.cluster import cluster_config
 from portal.health import Check, reason_for
 
 __all__ = ["apiserver_check", "mirror_check"]

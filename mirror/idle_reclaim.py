@@ -27,9 +27,11 @@ from claims.idle import IDLE_RECLAIM_REASON, claim_owner
 from claims.models import REQUEST_ID_LABEL, ClaimIdleness, ClaimRequest
 from claims.services import transition
 from claims.signals import claim_reclaimed
+from kube.client import Cluster
+from kube.errors import Conflict, NotFound, Unavailable
+from kube.kinds import Kind
 from mirror import requests
-from mirror.cluster import Cluster, Conflict, Kind, NotFound, Unavailable, connect
-from mirror.watchers import cluster_config
+from portal.cluster import connected
 from portal.models import AuditEvent
 from portal.services.audit import record_event
 
@@ -54,7 +56,7 @@ def reclaim_idle_claims(now: datetime.datetime | None = None) -> dict[str, int]:
     if not due:
         return counts
     try:
-        with connect(cluster_config()) as cluster:
+        with connected() as cluster:
             for idleness in due:
                 counts[_reclaim(cluster, idleness, now)] += 1
     except Unavailable as error:

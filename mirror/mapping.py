@@ -22,7 +22,7 @@ from dra.model import (
     parse_device,
     parse_slice,
 )
-from mirror.kinds import KINDS, Kind
+from kube.kinds import KINDS, Kind
 
 __all__ = ["MIRRORED_KINDS", "Mapped", "map_object", "normalized", "resource_version_of"]
 

@@ -35,15 +35,10 @@ from django.db import DatabaseError, close_old_connections, connection, transact
 from django.db.models import F
 from django.utils import timezone
 
+from kube.client import Cluster
+from kube.errors import ClusterError, Gone, ResourceVersionTooLarge, Unreachable
+from kube.kinds import Kind
 from mirror.classes import refresh_device_classes
-from mirror.cluster import (
-    Cluster,
-    ClusterError,
-    Gone,
-    Kind,
-    ResourceVersionTooLarge,
-    Unreachable,
-)
 from mirror.following import follow_claims
 from mirror.mapping import map_object, resource_version_of
 from mirror.models import MirrorStatus

@@ -1,7 +1,7 @@
 """Applying, releasing and checking the portal's claim requests in the cluster.
 
 The cluster half of the lifecycle in ``claims.services``: the services decide, these functions
-talk to the API server (through ``mirror.cluster``, the one module that does) and move the
+talk to the API server (through ``kube.client``, the one module that does) and move the
 request on with ``claims.services.transition``. Each is idempotent and safe to run twice or to
 resume after a worker died halfway:
 
@@ -34,17 +34,10 @@ from claims.models import (
     ClaimRequest,
 )
 from claims.services import CLAIM_DELETED_REASON, CLUSTER_REPLACED_REASON, transition
-from mirror.cluster import (
-    AlreadyExists,
-    ClusterError,
-    Conflict,
-    Kind,
-    NotFound,
-    Unavailable,
-    connect,
-)
+from kube.errors import AlreadyExists, ClusterError, Conflict, NotFound, Unavailable
+from kube.kinds import Kind
 from mirror.following import follow_requests
-from mirror.watchers import cluster_config
+from portal.cluster import connected
 from portal.metrics import APPLY_OUTCOMES, APPLY_SECONDS
 from portal.models import AuditEvent
 from portal.services.audit import record_event
@@ -194,7 +187,7 @@ def apply_request(request_id: str) -> str:
         index().forget(str(request.pk))
         return "taken by another worker"
     try:
-        with connect(cluster_config()) as cluster:
+        with connected() as cluster:
             found = _ensure_object(cluster, request)
             if found is None:
                 _fail(
@@ -244,7 +237,7 @@ def release_request(request_id: str) -> str:
         return "nothing to do"
     kind, _ = manifest(request)
     try:
-        with connect(cluster_config()) as cluster:
+        with connected() as cluster:
             try:
                 found = cluster.get(kind, request.name, request.namespace)
             except NotFound:
@@ -320,7 +313,7 @@ def verify_reservation(request_id: str) -> str:
     holders = sorted({f"{ns}/{name}" for *_, ns, name in others})
     old = request.allocation
     try:
-        with connect(cluster_config()) as cluster:
+        with connected() as cluster:
             cleared = cluster.patch_status(
                 Kind.RESOURCE_CLAIMS,
                 request.name,
@@ -387,7 +380,7 @@ def _confirm_gone(request: ClaimRequest) -> str:
     server cannot tell now)."""
     kind, _ = manifest(request)
     try:
-        with connect(cluster_config()) as cluster:
+        with connected() as cluster:
             try:
                 found = cluster.get(kind, request.name, request.namespace)
             except NotFound:

@@ -22,7 +22,7 @@ from dra.features import PORTAL_FEATURES
 from dra.model import AllocatedDevice as Result
 from dra.model import InvalidObject, ResourceSlice, parse_slice
 from dra.quantity import QuantityError, parse_quantity
-from mirror.kinds import Kind
+from kube.kinds import Kind
 
 __all__ = [
     "STATE_KINDS",

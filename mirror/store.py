@@ -31,8 +31,8 @@ from devices.models import (
     ResourceSlice,
     SharedCounterSet,
 )
+from kube.kinds import Kind
 from mirror.bulk import BATCH, BulkWriter
-from mirror.kinds import Kind
 from mirror.mapping import Mapped, map_object
 from mirror.states import DeviceKey, PoolKey, record_changes, refresh_pools, remember_parsed
 from portal.models import TenantNamespace

@@ -13,8 +13,8 @@ from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect
 
+from kube.errors import Unavailable
 from mirror.backstop import QUOTA_NAME, check_backstop, desired_hard, repair_backstop
-from mirror.cluster import Unavailable
 from mirror.mapping import MIRRORED_KINDS
 from mirror.models import BackstopStatus, MirrorStatus
 from mirror.store import MODELS

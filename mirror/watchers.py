@@ -23,14 +23,15 @@ from django.db import connections
 from django.db.models import F
 from django.utils import timezone
 
-from mirror.cluster import Cluster, ClusterConfig, ClusterError, Kind
+from kube.errors import ClusterError
+from kube.kinds import Kind
 from mirror.locks import Lease, WatcherLock, watcher_lock
 from mirror.mapping import MIRRORED_KINDS
 from mirror.models import MirrorStatus
 from mirror.reflector import Reflector, refresh_connection
+from portal.cluster import connected
 
 __all__ = [
-    "cluster_config",
     "keep_watching",
     "record_error",
     "run_watcher",
@@ -41,16 +42,6 @@ logger = logging.getLogger(__name__)
 # After an unexpected failure (database away at the start of a run, say) a kind's thread
 # waits this long before it tries again.
 RETRY_SECONDS = 5.0
-
-
-def cluster_config() -> ClusterConfig:
-    """The cluster from settings: ``KUBE_API_SERVER`` (plain URL), ``KUBECONFIG`` (+
-    ``KUBE_CONTEXT``), or the in-cluster service account."""
-    return ClusterConfig(
-        server=settings.KUBE_API_SERVER or None,
-        kubeconfig=settings.KUBECONFIG or None,
-        context=settings.KUBE_CONTEXT or None,
-    )
 
 
 def record_error(kind: Kind, error: Exception) -> None:
@@ -73,7 +64,7 @@ def _mirror(kind: Kind, *, seconds: float, stop: threading.Event, lease: Lease) 
     """One reflector run of about ``seconds``, ended early by ``stop`` or a lost lease.
     Raises :class:`ClusterError` when the cluster configuration cannot be read (recorded)."""
     try:
-        cluster = Cluster(cluster_config())
+        cluster = connected()
     except ClusterError as error:
         record_error(kind, error)
         raise

@@ -257,8 +257,9 @@ def the_portal_at_work(cluster: Any, kubeconfigs: dict[str, str]) -> None:
     from claims.models import ClaimRequest
     from claims.services import release_request, save_class_policy, submit_request
     from claims.specs import ClaimInput
+    from kube.errors import NotFound
+    from kube.kinds import Kind
     from mirror.backstop import QUOTA_NAME, check_backstop, desired_hard, repair_backstop
-    from mirror.cluster import Kind, NotFound
     from mirror.models import BackstopStatus, MirrorStatus
     from portal.services import tenants
 
@@ -506,7 +507,8 @@ def main() -> int:
     django.setup()
     redis.Redis.from_url(os.environ["REDIS_URL"]).flushdb()
 
-    from mirror.cluster import Cluster, ClusterConfig
+    from kube.client import Cluster
+    from kube.config import ClusterConfig
 
     dry_run_and_apply(admin, options.kubectl, options.overlay)
     result = run(sys.executable, "manage.py", "load_fixtures", "--kubeconfig", admin_kubeconfig)

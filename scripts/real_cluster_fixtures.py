@@ -15,9 +15,10 @@ import time
 
 from django.core.management import call_command
 
-from mirror.cluster import Kind, NotFound, connect
+from kube.errors import NotFound
+from kube.kinds import Kind
 from mirror.fixture_loader import LOAD_ORDER, read_fixture_files
-from mirror.watchers import cluster_config
+from portal.cluster import connected
 
 WAIT = int(os.environ.get("FIXTURE_WAIT_SECONDS", "300"))
 PROBE = "fixture-check-orphan-probe"
@@ -78,7 +79,7 @@ def collector_runs(cluster, namespace):
 
 call_command("load_fixtures")
 objects = read_fixture_files(["devices/fixtures"])
-with connect(cluster_config()) as cluster:
+with connected() as cluster:
     before = identities(cluster, objects)
     missing = sorted(label for label, uid in before.items() if uid is None)
     print(f"{len(before)} fixture objects, {len(missing)} missing after loading: {missing}")

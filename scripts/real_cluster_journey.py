@@ -33,12 +33,13 @@ from django.contrib.auth.models import AnonymousUser
 from claims.models import ClaimRequest
 from claims.services import release_request, save_class_policy, submit_request
 from claims.specs import ClaimInput, SpecErrors
+from kube.errors import AlreadyExists, NotFound
+from kube.kinds import Kind
 from mirror import requests
-from mirror.cluster import AlreadyExists, Kind, NotFound, connect
 from mirror.mapping import MIRRORED_KINDS
 from mirror.reflector import Reflector
-from mirror.watchers import cluster_config
 from notifications.models import Notification
+from portal.cluster import connected
 from portal.models import AuditEvent, Tenant
 from portal.services import tenants as tenant_services
 
@@ -72,7 +73,7 @@ def wait(what, check, seconds=30):
     raise SystemExit(f"timed out waiting for: {what}")
 
 
-cluster = connect(cluster_config())
+cluster = connected()
 say("cluster version", cluster.version())
 
 

@@ -28,8 +28,9 @@ from rest_framework.test import APIClient
 
 from apiemulator import Emulator
 from claims.index import reset_index
-from mirror.cluster import Cluster, ClusterConfig, Kind
-from mirror.kinds import KINDS
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.kinds import KINDS, Kind
 from mirror.mapping import MIRRORED_KINDS
 from mirror.store import delete_missing, load
 from portal.models import Membership

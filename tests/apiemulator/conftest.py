@@ -1,4 +1,4 @@
-"""An emulator per test, and a `mirror.cluster.Cluster` talking to it over HTTP."""
+"""An emulator per test, and a `kube.client.Cluster` talking to it over HTTP."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from apiemulator import Emulator
-from mirror.cluster import Cluster, ClusterConfig
+from kube.client import Cluster
+from kube.config import ClusterConfig
 
 FIXTURES = Path(__file__).resolve().parents[2] / "devices" / "fixtures"
 

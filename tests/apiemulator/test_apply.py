@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from mirror.cluster import Cluster, Conflict, Kind
+from kube.client import Cluster
+from kube.errors import Conflict
+from kube.kinds import Kind
 
 
 def labelled(**labels: str) -> dict[str, Any]:

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from apiemulator import Emulator
-from mirror.cluster import Cluster, Conflict, Kind
+from kube.client import Cluster
+from kube.errors import Conflict
+from kube.kinds import Kind
 
 
 def pending_pod(cluster: Cluster, name: str = "trainer") -> dict[str, Any]:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 
 from apiemulator import Emulator
-from mirror.cluster import Cluster, ClusterConfig, Invalid, Kind
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.errors import Invalid
+from kube.kinds import Kind
 
 CLAIM = {
     "metadata": {"name": "c", "namespace": "default"},

@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mirror.cluster import Cluster, ClusterConfig, Kind
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.kinds import Kind
 
 ROOT = Path(__file__).resolve().parents[2]
 

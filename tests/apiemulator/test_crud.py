@@ -10,14 +10,9 @@ from typing import Any
 import pytest
 
 from apiemulator import Emulator
-from mirror.cluster import (
-    AlreadyExists,
-    Cluster,
-    Conflict,
-    Invalid,
-    Kind,
-    NotFound,
-)
+from kube.client import Cluster
+from kube.errors import AlreadyExists, Conflict, Invalid, NotFound
+from kube.kinds import Kind
 
 NAMESPACED = {Kind.RESOURCE_CLAIMS, Kind.RESOURCE_CLAIM_TEMPLATES, Kind.PODS, Kind.RESOURCE_QUOTAS}
 

@@ -14,7 +14,8 @@ import pytest
 
 from apiemulator import Emulator
 from dra.features import NEWEST_VERSION
-from mirror.cluster import Cluster, ClusterConfig
+from kube.client import Cluster
+from kube.config import ClusterConfig
 
 
 def fetch(emulator: Emulator, path: str, method: str = "GET") -> tuple[int, Any]:

@@ -10,7 +10,10 @@ from typing import Any
 import pytest
 
 from apiemulator import Emulator
-from mirror.cluster import Cluster, ClusterConfig, Gone, Kind, NotFound, Unavailable
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.errors import Gone, NotFound, Unavailable
+from kube.kinds import Kind
 
 
 def control(emulator: Emulator, method: str, path: str, body: Any = None) -> Any:

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from apiemulator import Emulator
-from mirror.cluster import Cluster, Kind
+from kube.client import Cluster
+from kube.kinds import Kind
 
 FILES = [
     "deviceclasses.json",

@@ -7,7 +7,10 @@ import time
 from pathlib import Path
 
 from apiemulator import Emulator
-from mirror.cluster import Cluster, ClusterConfig, Kind, NotFound
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.errors import NotFound
+from kube.kinds import Kind
 
 
 def pod(name: str) -> dict:

@@ -13,7 +13,10 @@ from typing import Any
 import pytest
 
 from apiemulator import Emulator
-from mirror.cluster import Cluster, ClusterConfig, Gone, Kind, Unavailable
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.errors import Gone, Unavailable
+from kube.kinds import Kind
 
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
 

@@ -7,7 +7,9 @@ from typing import Any
 import pytest
 
 from apiemulator import Emulator
-from mirror.cluster import Cluster, Gone, Invalid, Kind
+from kube.client import Cluster
+from kube.errors import Gone, Invalid
+from kube.kinds import Kind
 
 
 def slice_(name: str, node: str, driver: str, labels: dict[str, str]) -> dict[str, Any]:

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from mirror.cluster import Cluster, Forbidden, Invalid, Kind
+from kube.client import Cluster
+from kube.errors import Forbidden, Invalid
+from kube.kinds import Kind
 
 COUNT = "count/resourceclaims.resource.k8s.io"
 GPUS = "gpu.nvidia.com.deviceclass.resource.k8s.io/devices"

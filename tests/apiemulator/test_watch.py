@@ -12,7 +12,10 @@ from typing import Any
 import pytest
 
 from apiemulator import Emulator
-from mirror.cluster import Cluster, ClusterConfig, Gone, Kind, Unavailable
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.errors import Gone, Unavailable
+from kube.kinds import Kind
 
 
 def claim(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from django.core import mail
 from claims.models import ClaimRequest, ResourceClaim
 from home.demo_data import H100_SELECTOR, seed_governance
 from home.scheduler import start_simulated_scheduler
-from mirror.cluster import Kind
+from kube.kinds import Kind
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -7,7 +7,7 @@ import datetime
 
 from claims.models import ResourceClaim, UsageRollup
 from devices.models import Resolution
-from mirror.cluster import Kind
+from kube.kinds import Kind
 
 FIVE = datetime.timedelta(minutes=5)
 # team-a's claim (namespace gpu-test1) and another tenant-less one, both used by one pod.

@@ -11,7 +11,7 @@ from claims.index import index
 from claims.models import ClaimRequest, ClassPolicy
 from claims.services import expire_leases, submit_request
 from claims.specs import ClaimInput, SpecErrors
-from mirror.cluster import Kind
+from kube.kinds import Kind
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ONE_H100 = {

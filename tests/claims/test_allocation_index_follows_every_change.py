@@ -15,7 +15,7 @@ from claims import index as index_module
 from claims.fit import would_it_fit
 from claims.index import Placement, index, reset_index
 from claims.specs import ClaimInput
-from mirror.cluster import Kind
+from kube.kinds import Kind
 from mirror.store import delete_missing
 
 pytestmark = pytest.mark.django_db

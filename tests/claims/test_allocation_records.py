@@ -12,7 +12,7 @@ from django.core.management import call_command
 from claims.index import index
 from claims.models import AllocationRecord
 from devices.models import Device, ResourceSlice
-from mirror.cluster import Kind
+from kube.kinds import Kind
 from mirror.store import apply_events
 
 pytestmark = pytest.mark.django_db

@@ -18,7 +18,9 @@ import pytest
 from apiemulator import Emulator
 from apiemulator.faults import Fault
 from claims.models import REQUEST_ID_LABEL
-from mirror.cluster import Cluster, ClusterConfig, Kind
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.kinds import Kind
 from mirror.mapping import MIRRORED_KINDS
 from mirror.store import MODELS
 from tests.mirror.conftest import fixture_objects

@@ -15,7 +15,8 @@ from claims.models import ClaimRequest
 from claims.quota import tenant_usage
 from claims.services import QuotaExceeded, release_request, renew_request, submit_request
 from claims.specs import ClaimInput, SpecErrors
-from mirror.cluster import Kind, NotFound
+from kube.errors import NotFound
+from kube.kinds import Kind
 from portal.celery import app
 from portal.models import AuditEvent, Membership
 from tests.claims.conftest import policy

@@ -12,8 +12,8 @@ from claims.models import ClaimRequest, ClassPolicy
 from claims.quota import tenant_usage
 from claims.services import submit_request
 from claims.specs import ClaimInput
+from kube.kinds import Kind
 from mirror import requests
-from mirror.cluster import Kind
 from mirror.tasks import resume_claim_requests
 from portal.models import AuditEvent
 

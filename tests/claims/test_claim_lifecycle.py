@@ -7,7 +7,8 @@ import pytest
 from claims.models import REQUEST_ID_LABEL, RESERVATION_FINALIZER, ClaimRequest, ClassPolicy
 from claims.services import release_request, submit_request
 from claims.specs import ClaimInput
-from mirror.cluster import Kind, NotFound
+from kube.errors import NotFound
+from kube.kinds import Kind
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

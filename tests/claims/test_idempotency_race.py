@@ -15,7 +15,7 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from claims.models import ClaimRequest
-from mirror.cluster import Kind
+from kube.kinds import Kind
 from portal.models import Quota
 from tests.factories import TenantFactory, TenantNamespaceFactory
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from claims.idle import idle_claim_count, sweep_idle_claims
 from claims.models import ClaimIdleness, ResourceClaim
 from claims.tasks import SWEEP_LOCK, sweep_idle
-from mirror.cluster import Kind
+from kube.kinds import Kind
 from portal.celery import app
 from portal.models import AuditEvent, IdlePolicy
 from tests.claims.idle_helpers import (

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from claims.idle import sweep_idle_claims
 from claims.models import ClaimIdleness
-from mirror.cluster import Kind
+from kube.kinds import Kind
 from mirror.idle_reclaim import reclaim_idle_claims
 from portal.models import AuditEvent, IdlePolicy
 from tests.claims.idle_helpers import TEAM_A_CLAIM, mirrored, set_consumers
@@ -127,7 +127,7 @@ def test_the_delete_is_refused_when_the_claim_changed_since_it_was_read(
     read's resourceVersion, so the API server refuses it and the claim stays."""
     sweep_idle_claims(now=flagged)
     _, cluster, _ = live
-    from mirror import cluster as cluster_module
+    from kube import client as cluster_module
 
     real_get = cluster_module.Cluster.get
 

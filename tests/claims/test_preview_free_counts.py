@@ -13,7 +13,7 @@ from claims.index import reset_index
 from claims.preview import preview
 from claims.specs import ClaimInput
 from devices.models import Device, DeviceClass, DeviceState
-from mirror.cluster import Kind
+from kube.kinds import Kind
 from tests.devices.cluster_data import allocated_claim
 
 THREE_G = 'device.attributes["gpu.nvidia.com"].profile == "3g.20gb"'

@@ -16,7 +16,7 @@ from claims.models import ClaimRequest, ClassPolicy
 from claims.quota import tenant_usage
 from claims.services import QuotaExceeded, submit_request
 from claims.specs import ClaimInput, SpecErrors
-from mirror.cluster import Kind
+from kube.kinds import Kind
 from portal.models import Quota
 from tests.factories import TenantFactory, TenantNamespaceFactory
 

@@ -184,7 +184,7 @@ def test_the_cluster_counts_follow_the_mirror_without_being_recounted_each_view(
     """Device, node and claim counts are kept until the mirror changes what they count."""
     from claims.models import ResourceClaim
     from devices.models import ResourceSlice
-    from mirror.cluster import Kind
+    from kube.kinds import Kind
     from mirror.models import MirrorStatus
     from mirror.store import apply_events
 

@@ -201,7 +201,7 @@ def test_a_device_keeps_its_url_when_its_slice_is_re_created(client_as, alice, m
     import copy
 
     from devices.models import ResourceSlice
-    from mirror.cluster import Kind
+    from kube.kinds import Kind
     from mirror.store import apply_events
 
     device = h100_gpu0()
@@ -224,7 +224,7 @@ def test_a_device_keeps_its_url_when_its_slice_is_re_created(client_as, alice, m
 def test_a_pool_name_with_a_slash_is_addressable(client_as, alice, mirrored_cluster):
     import copy
 
-    from mirror.cluster import Kind
+    from kube.kinds import Kind
     from mirror.store import apply_events
 
     raw = copy.deepcopy(h100_gpu0().resource_slice.raw)

@@ -10,7 +10,8 @@ import pytest
 
 from apiemulator import Emulator
 from home.scheduler import Scheduler
-from mirror.cluster import Cluster, ClusterConfig
+from kube.client import Cluster
+from kube.config import ClusterConfig
 
 FIXTURES = Path(__file__).resolve().parents[2] / "devices" / "fixtures"
 

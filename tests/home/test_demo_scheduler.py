@@ -16,7 +16,9 @@ import pytest
 from apiemulator import Emulator, Fault
 from claims.models import RESERVATION_FINALIZER, SIMULATED_SCHEDULER_ANNOTATION
 from home.scheduler import DELETE_PROTECTION, POD_CLAIM_NAME, Scheduler
-from mirror.cluster import Cluster, Kind, NotFound
+from kube.client import Cluster
+from kube.errors import NotFound
+from kube.kinds import Kind
 
 NAMESPACE = "default"
 # gpu.example.com devices the demo's claims leave free (8 on the example driver's node, 3 held).

@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from apiemulator import Emulator
-from mirror.cluster import Cluster, ClusterConfig, Kind
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.kinds import Kind
 from mirror.mapping import normalized
 from mirror.reflector import Reflector
 from mirror.store import MODELS

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from apiemulator import Fault
+from kube.errors import Forbidden, NotFound
+from kube.kinds import Kind
 from mirror import backstop
 from mirror.backstop import MANAGED_BY, QUOTA_NAME, TENANT_LABEL
-from mirror.cluster import Forbidden, Kind, NotFound
 from mirror.models import BackstopStatus, MirrorStatus
 from mirror.reflector import Reflector
 from portal.models import AuditEvent

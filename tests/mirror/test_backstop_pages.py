@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from kube.kinds import Kind
 from mirror.backstop import QUOTA_NAME
-from mirror.cluster import Kind
 from mirror.models import BackstopStatus
 from portal.models import AuditEvent
 

@@ -17,9 +17,9 @@ from collections.abc import Callable
 import pytest
 
 from devices.models import DeviceClassMatch
+from kube.kinds import Kind
 from mirror import classes as classes_module
 from mirror.classes import refresh_class_matches
-from mirror.cluster import Kind
 from mirror.reflector import Reflector
 
 pytestmark = pytest.mark.django_db(transaction=True)

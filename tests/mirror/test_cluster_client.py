@@ -1,4 +1,4 @@
-"""mirror.cluster over real HTTP: configuration, raw JSON, error mapping, watch parsing."""
+"""kube.client over real HTTP: configuration, raw JSON, error mapping, watch parsing."""
 
 from __future__ import annotations
 
@@ -16,20 +16,20 @@ import yaml
 
 from apiemulator import Emulator
 from dra.features import NEWEST_VERSION
-from mirror.cluster import (
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.errors import (
     AlreadyExists,
-    Cluster,
-    ClusterConfig,
     ClusterError,
     Conflict,
     FieldManagerConflict,
     Forbidden,
     Gone,
     Invalid,
-    Kind,
     NotFound,
     Unavailable,
 )
+from kube.kinds import Kind
 
 # Fields of resource.k8s.io/v1 at 1.36 that older typed clients lack (consumable capacity,
 # tolerations, constraints across requests): raw JSON carries them untouched.
@@ -425,7 +425,7 @@ def test_a_lenient_client_logs_the_servers_warnings(
 ) -> None:
     config = ClusterConfig(server=emulator.url, field_validation="Warn")
     body = {"metadata": {"name": "typo", "namespace": "default"}, "spec": {"devics": {}}}
-    with Cluster(config) as lenient, caplog.at_level("WARNING", logger="mirror.cluster"):
+    with Cluster(config) as lenient, caplog.at_level("WARNING", logger="kube.client"):
         created = lenient.create(Kind.RESOURCE_CLAIMS, body)
     assert "devics" not in created["spec"]
     assert 'the API server warns: 299 - "unknown field \\"spec.devics\\""' in caplog.text

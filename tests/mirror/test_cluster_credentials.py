@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 
 from apiemulator import Emulator
-from mirror.cluster import Cluster, ClusterConfig, Kind, TLSFailure, Unauthorized
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.errors import TLSFailure, Unauthorized
+from kube.kinds import Kind
 from tests.pki import FIRST, SECOND
 
 Source = Callable[[str], ClusterConfig]

@@ -17,7 +17,10 @@ import time
 import pytest
 from django.db import connection
 
-from mirror.cluster import Cluster, ClusterConfig, Conflict, Kind, NotFound, Unavailable
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.errors import Conflict, NotFound, Unavailable
+from kube.kinds import Kind
 from mirror.models import MirrorStatus
 from mirror.reflector import Reflector
 from mirror.states import refresh_all_states

@@ -12,7 +12,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from apiemulator import Emulator
-from mirror.cluster import Cluster, ClusterConfig, Kind
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.kinds import Kind
 
 FIXTURES = Path(__file__).resolve().parents[2] / "devices" / "fixtures"
 

@@ -15,14 +15,10 @@ from django.utils import timezone
 
 from apiemulator import Emulator
 from claims.models import ResourceClaim
-from mirror.cluster import (
-    Cluster,
-    ClusterConfig,
-    Kind,
-    ResourceVersionTooLarge,
-    Unavailable,
-    Unreachable,
-)
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.errors import ResourceVersionTooLarge, Unavailable, Unreachable
+from kube.kinds import Kind
 from mirror.models import MirrorStatus
 from mirror.reflector import Backoff, Reflector
 from tests.mirror.conftest import cluster_state, fixture_objects, mirror_state

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mirror.cluster import Kind
+from kube.kinds import Kind
 from mirror.mapping import map_object
 from tests.mirror.conftest import fixture_objects
 

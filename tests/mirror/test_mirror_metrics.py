@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from mirror.cluster import Kind
+from kube.kinds import Kind
 from mirror.reflector import Reflector
 from tests.prometheus import sample
 

@@ -8,9 +8,9 @@ import time
 import pytest
 
 from devices.models import Device, ResourceSlice
+from kube.kinds import Kind
 from mirror import reflector as reflector_module
 from mirror import store
-from mirror.cluster import Kind
 from mirror.models import MirrorStatus
 from mirror.reflector import Reflector
 from tests.mirror.conftest import cluster_state, mirror_state

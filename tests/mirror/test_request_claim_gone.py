@@ -11,7 +11,9 @@ from django.core import mail
 from claims.models import ClaimRequest, ClassPolicy, ResourceClaim
 from claims.services import CLAIM_DELETED_REASON, CLUSTER_REPLACED_REASON, submit_request
 from claims.specs import ClaimInput
-from mirror.cluster import Cluster, ClusterConfig, Kind
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.kinds import Kind
 from mirror.following import follow_requests
 from mirror.reflector import Reflector
 from mirror.requests import sync_requests

@@ -14,7 +14,9 @@ from claims.models import AllocationRecord, ClaimRequest, ClassPolicy, ResourceC
 from claims.services import submit_request
 from claims.specs import ClaimInput
 from home.scheduler import Scheduler
-from mirror.cluster import Cluster, ClusterConfig, Kind
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.kinds import Kind
 from mirror.requests import sync_requests
 from portal.models import AuditEvent
 from tests.mirror.conftest import watch_claims

@@ -8,7 +8,7 @@ import pytest
 
 from claims.models import ResourceClaim
 from devices.models import Device, ResourceSlice
-from mirror.cluster import Kind
+from kube.kinds import Kind
 from mirror.store import apply_events, delete_missing, load
 from tests.mirror.conftest import fixture_objects
 

@@ -11,7 +11,9 @@ import pytest
 
 from apiemulator import Emulator
 from devices.models import Node
-from mirror.cluster import Cluster, ClusterConfig, Kind
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.kinds import Kind
 from mirror.models import MirrorStatus
 from mirror.reflector import Reflector
 from tests.mirror.conftest import fixture_objects

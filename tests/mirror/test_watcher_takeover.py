@@ -15,7 +15,9 @@ import pytest
 import redis
 
 from apiemulator import Emulator
-from mirror.cluster import Cluster, ClusterConfig, Kind
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.kinds import Kind
 from mirror.mapping import MIRRORED_KINDS
 from mirror.models import MirrorStatus
 from mirror.store import MODELS

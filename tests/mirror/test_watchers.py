@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from devices.models import DeviceClass
-from mirror.cluster import Kind
+from kube.kinds import Kind
 from mirror.locks import Lease, LocalWatcherLock, RedisWatcherLock, watcher_lock
 from mirror.models import MirrorStatus
 from mirror.watchers import keep_watching, run_watcher

@@ -10,7 +10,7 @@ import threading
 import pytest
 from django.db import connection, connections, transaction
 
-from mirror.cluster import Kind
+from kube.kinds import Kind
 from mirror.store import _DEVICE_WRITES_LOCK, apply_events
 from tests.mirror.conftest import fixture_objects
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from claims.idle import IDLE_RECLAIM_REASON, sweep_idle_claims
 from claims.models import REQUEST_ID_LABEL, ClaimIdleness, ClaimRequest
-from mirror.cluster import Kind
+from kube.kinds import Kind
 from mirror.idle_reclaim import reclaim_idle_claims
 from notifications.models import Event, Notification
 from portal.models import IdlePolicy

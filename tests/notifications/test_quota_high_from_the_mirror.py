@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 from django.core import mail
 
-from mirror.cluster import Cluster, ClusterConfig, Kind
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.kinds import Kind
 from notifications.models import Event, Notification, QuotaAlarm
 from tests.mirror.conftest import watch_claims
 

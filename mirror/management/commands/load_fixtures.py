@@ -11,9 +11,11 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from mirror.cluster import Cluster, ClusterConfig, ClusterError
+from kube.client import Cluster
+from kube.config import ClusterConfig
+from kube.errors import ClusterError
 from mirror.fixture_loader import load_fixtures, read_fixture_files
-from mirror.watchers import cluster_config
+from portal.cluster import cluster_config
 
 DEFAULT_FIXTURES = Path(settings.BASE_DIR) / "devices" / "fixtures"
 

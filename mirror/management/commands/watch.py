@@ -21,7 +21,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from mirror.cluster import Kind
+from kube.kinds import Kind
 from mirror.mapping import MIRRORED_KINDS
 from mirror.watchers import start_watchers
 from portal.metrics import start_metrics_server

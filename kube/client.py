@@ -28,298 +28,42 @@ request rather than when it is made again.
 from __future__ import annotations
 
 import copy
-import json
 import logging
-import os
-import re
 import ssl
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import msgspec
 import urllib3
 from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
-from kubernetes.config.config_exception import ConfigException
-from kubernetes.config.incluster_config import InClusterConfigLoader
 
-from mirror.kinds import KINDS, Kind, KindInfo
+from kube.config import ClusterConfig, ClusterVersion, configure, credentials_of, parse_version
+from kube.errors import (
+    ClusterError,
+    Forbidden,
+    Invalid,
+    NotFound,
+    TLSFailure,
+    Unauthorized,
+    Unavailable,
+    Unreachable,
+    error_class,
+    error_for,
+)
+from kube.kinds import KINDS, Kind
 
-__all__ = [
-    "AlreadyExists",
-    "Cluster",
-    "ClusterConfig",
-    "ClusterError",
-    "ClusterVersion",
-    "Conflict",
-    "FieldManagerConflict",
-    "Forbidden",
-    "Gone",
-    "Invalid",
-    "KINDS",
-    "Kind",
-    "KindInfo",
-    "NotFound",
-    "ResourceVersionTooLarge",
-    "TLSFailure",
-    "Unauthorized",
-    "Unavailable",
-    "Unreachable",
-    "connect",
-]
+__all__ = ["FIELD_MANAGER", "Cluster"]
 
 logger = logging.getLogger(__name__)
 
 FIELD_MANAGER = "dra-portal"
-SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 _PATCH_CONTENT_TYPES = {
     "merge": "application/merge-patch+json",
     "strategic": "application/strategic-merge-patch+json",
     "json": "application/json-patch+json",
     "apply": "application/apply-patch+yaml",
 }
-
-
-# -- errors --------------------------------------------------------------------------------
-
-
-class ClusterError(Exception):
-    """Any failure talking to the cluster; `status` is the Kubernetes Status body if any."""
-
-    def __init__(
-        self, message: str, *, code: int | None = None, status: dict[str, Any] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
-        self.status = status
-
-    @property
-    def reason(self) -> str:
-        return str((self.status or {}).get("reason") or "")
-
-
-class NotFound(ClusterError):
-    """404: the object (or its namespace) does not exist."""
-
-
-class AlreadyExists(ClusterError):
-    """409 AlreadyExists on create."""
-
-
-class Conflict(ClusterError):
-    """409 Conflict: the object changed since the resourceVersion we sent."""
-
-
-class FieldManagerConflict(Conflict):
-    """409 on server-side apply: another field manager owns a field this apply changes. The
-    message names the manager and the fields; apply again with ``force=True`` only where the
-    portal is meant to own them."""
-
-    @property
-    def fields(self) -> list[str]:
-        causes = ((self.status or {}).get("details") or {}).get("causes") or []
-        return [
-            str(c.get("field") or "")
-            for c in causes
-            if isinstance(c, dict) and c.get("reason") == "FieldManagerConflict"
-        ]
-
-
-class Gone(ClusterError):
-    """410 Expired/Gone: the resourceVersion or continue token is too old; relist."""
-
-
-class Unavailable(ClusterError):
-    """The API server cannot be reached or is overloaded (refused, reset, timeout, 429, 5xx)."""
-
-
-class Unreachable(Unavailable):
-    """No HTTP answer: the connection was refused, reset or timed out (a restarting server)."""
-
-
-class TLSFailure(Unreachable):
-    """The TLS handshake failed: the server's certificate is not signed by the CA the
-    configuration trusts (a control plane replaced with a new CA), or the server refused the
-    client's certificate. Raised after the configuration was read again to no avail."""
-
-
-class ResourceVersionTooLarge(Unavailable):
-    """504 whose cause is `ResourceVersionTooLarge`: the server has not reached the
-    resourceVersion asked for. Either it lags behind its peers, or the cluster's history
-    restarted below what the client saw."""
-
-
-class Invalid(ClusterError):
-    """400/422: the request or object was rejected as malformed or invalid."""
-
-
-class Forbidden(ClusterError):
-    """401/403: the portal's credentials or RBAC do not allow this."""
-
-
-class Unauthorized(Forbidden):
-    """401: the server does not accept the credentials (an expired or rotated token, another
-    cluster's). Raised after the configuration was read again to no avail."""
-
-
-def _error_for(code: int, body: bytes | str | None) -> ClusterError:
-    status: dict[str, Any] | None = None
-    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else (body or "")
-    try:
-        parsed = json.loads(text) if text else None
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, dict) and parsed.get("kind") == "Status":
-        status = parsed
-        message = str(parsed.get("message") or parsed.get("reason") or f"HTTP {code}")
-    else:
-        message = text.strip()[:500] or f"HTTP {code}"
-    return _error_class(code, status)(message, code=code, status=status)
-
-
-def _error_class(code: int, status: dict[str, Any] | None) -> type[ClusterError]:
-    if code == 404:
-        return NotFound
-    causes = ((status or {}).get("details") or {}).get("causes") or []
-    if code == 409:
-        if (status or {}).get("reason") == "AlreadyExists":
-            return AlreadyExists
-        if any(isinstance(c, dict) and c.get("reason") == "FieldManagerConflict" for c in causes):
-            return FieldManagerConflict
-        return Conflict
-    if code == 410:
-        return Gone
-    if code == 504 and any(
-        isinstance(c, dict) and c.get("reason") == "ResourceVersionTooLarge" for c in causes
-    ):
-        return ResourceVersionTooLarge
-    if code == 429 or code >= 500:
-        return Unavailable
-    if code in (400, 422):
-        return Invalid
-    if code == 401:
-        return Unauthorized
-    if code == 403:
-        return Forbidden
-    return ClusterError
-
-
-# -- configuration -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ClusterConfig:
-    """How to reach one cluster.
-
-    Resolution when fields are unset: `server` (plain URL, no credentials: the emulator) →
-    `in_cluster` → `kubeconfig` (+ `context`) → `$KUBECONFIG` → the in-cluster service account
-    (when `KUBERNETES_SERVICE_HOST` is set) → `~/.kube/config`. The in-cluster service account
-    is the `token` and `ca.crt` of `service_account_dir`.
-    """
-
-    name: str = "default"
-    kubeconfig: str | None = None
-    context: str | None = None
-    in_cluster: bool = False
-    server: str | None = None
-    service_account_dir: str = SERVICE_ACCOUNT_DIR
-    connect_timeout: float = 5.0
-    read_timeout: float = 30.0
-    watch_timeout_margin: float = 15.0  # read timeout of a watch = timeoutSeconds + this
-    pool_size: int = 32
-    # Sent as ``fieldValidation`` on every create, update and patch: with "Strict" a field the
-    # server does not know fails the write (400) instead of being dropped with a warning.
-    field_validation: str = "Strict"
-
-
-@dataclass(frozen=True)
-class ClusterVersion:
-    git_version: str  # "v1.34.1"
-    major: str  # "1"
-    minor: str  # "34" (some providers answer "34+")
-    version: str  # "1.34"
-
-
-def _parse_version(info: dict[str, Any]) -> ClusterVersion:
-    git_version = str(info.get("gitVersion") or "")
-    major, minor = str(info.get("major") or ""), str(info.get("minor") or "")
-    match = re.match(r"v?(\d+)\.(\d+)", git_version)
-    if match:
-        short = f"{match.group(1)}.{match.group(2)}"
-    else:
-        short = f"{re.sub(r'[^0-9]', '', major)}.{re.sub(r'[^0-9]', '', minor)}"
-    return ClusterVersion(git_version, major, minor, short)
-
-
-def _configuration(config: ClusterConfig) -> k8s_client.Configuration:
-    cfg = k8s_client.Configuration()
-    try:
-        if config.server:
-            cfg.host = config.server.rstrip("/")
-        elif config.in_cluster:
-            _load_service_account(config, cfg)
-        else:
-            kubeconfig = config.kubeconfig or os.environ.get("KUBECONFIG")
-            default = Path.home() / ".kube" / "config"
-            if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
-                if (Path(config.service_account_dir) / "token").exists():
-                    _load_service_account(config, cfg)
-                    kubeconfig = None
-                else:
-                    kubeconfig = str(default)
-            elif not kubeconfig:
-                kubeconfig = str(default)
-            if kubeconfig:
-                k8s_config.load_kube_config(
-                    config_file=kubeconfig,
-                    context=config.context,
-                    client_configuration=cfg,
-                    persist_config=False,
-                )
-    except (ConfigException, OSError) as exc:
-        raise ClusterError(f"cannot configure cluster {config.name!r}: {exc}") from exc
-    # No silent retries of reads: the caller decides between relist and backoff. Connection
-    # attempts are retried twice (a refused connect is cheap to retry).
-    cfg.retries = urllib3.Retry(total=2, connect=2, read=0, redirect=0, status=0, other=0)
-    cfg.connection_pool_maxsize = config.pool_size
-    return cfg
-
-
-def _load_service_account(config: ClusterConfig, cfg: k8s_client.Configuration) -> None:
-    folder = Path(config.service_account_dir)
-    InClusterConfigLoader(
-        token_filename=str(folder / "token"), cert_filename=str(folder / "ca.crt")
-    ).load_and_set(cfg)
-
-
-def _credentials(cfg: k8s_client.Configuration) -> tuple[Any, ...]:
-    """What a configuration authenticates and verifies the server with: the server, the
-    token (or basic auth), and the contents of the CA, client certificate and key files (a
-    kubeconfig's embedded data is written to files named after it; in-cluster files keep their
-    names when rotated)."""
-
-    def contents(path: Any) -> bytes:
-        try:
-            return Path(path).read_bytes() if path else b""
-        except OSError:
-            return b""
-
-    return (
-        cfg.host,
-        cfg.verify_ssl,
-        getattr(cfg, "tls_server_name", None),
-        cfg.proxy,
-        tuple(sorted(cfg.api_key.items())),
-        cfg.username,
-        cfg.password,
-        contents(cfg.ssl_ca_cert),
-        contents(cfg.cert_file),
-        contents(cfg.key_file),
-    )
 
 
 def _is_tls_failure(error: BaseException) -> bool:
@@ -339,9 +83,9 @@ class Cluster:
     def __init__(self, config: ClusterConfig | None = None) -> None:
         self.config = config or ClusterConfig()
         self.name = self.config.name
-        configuration = _configuration(self.config)
+        configuration = configure(self.config)
         self._api = k8s_client.ApiClient(configuration)
-        self._credentials = _credentials(configuration)
+        self._credentials = credentials_of(configuration)
         self._renewing = threading.Lock()
 
     def close(self) -> None:
@@ -387,11 +131,11 @@ class Cluster:
             if self._api is not refused:
                 return True
             try:
-                configuration = _configuration(self.config)
+                configuration = configure(self.config)
             except ClusterError as error:
                 logger.warning("cluster %s: %s", self.name, error)
                 return False
-            credentials = _credentials(configuration)
+            credentials = credentials_of(configuration)
             if credentials == self._credentials:
                 return False
             logger.warning(
@@ -451,7 +195,7 @@ class Cluster:
                 data = b""
             finally:
                 response.release_conn()
-            raise _error_for(response.status, data)
+            raise error_for(response.status, data)
         for warning in response.headers.getlist("Warning") if method != "GET" else ():
             logger.warning("%s %s: the API server warns: %s", method, path, warning)
         return response
@@ -491,7 +235,7 @@ class Cluster:
     # -- reads -----------------------------------------------------------------------------
 
     def version(self) -> ClusterVersion:
-        return _parse_version(self._json("GET", "/version"))
+        return parse_version(self._json("GET", "/version"))
 
     def get(self, kind: Kind, name: str, namespace: str | None = None) -> dict[str, Any]:
         return self._json("GET", KINDS[kind].path(namespace, name))
@@ -777,10 +521,5 @@ def _watch_event(line: bytes) -> dict[str, Any]:
         status = event.get("object") if isinstance(event.get("object"), dict) else None
         code = int((status or {}).get("code") or 500)
         message = str((status or {}).get("message") or "watch error")
-        raise _error_class(code, status)(message, code=code, status=status)
+        raise error_class(code, status)(message, code=code, status=status)
     return event
-
-
-def connect(config: ClusterConfig | None = None) -> Cluster:
-    """A client for the configured cluster (see `ClusterConfig` for the resolution order)."""
-    return Cluster(config)
