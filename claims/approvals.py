@@ -29,19 +29,14 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
+from claims.lifecycle.tasks import apply_claim_request
+from claims.lifecycle.transitions import NO_RENEWAL, Move, transition
 from claims.models import ClaimRequest, ClaimRequestQuerySet
 from claims.quota import check_quota
-from claims.services import (
-    APPLY_TASK,
-    NO_RENEWAL,
-    QuotaExceeded,
-    clear_renewal,
-    enqueue,
-    tenant_lock,
-    transition,
-)
+from claims.services import QuotaExceeded, clear_renewal, tenant_lock
 from claims.signals import renewal_decided
 from claims.specs import SpecErrors
+from portal.celery import enqueue_on_commit
 from portal.durations import format_duration
 from portal.models import AuditEvent, Quota, Tenant
 from portal.services.audit import record_event
@@ -174,8 +169,7 @@ def approve_request(
         now = timezone.now()
         moved = transition(
             request,
-            State.SUBMITTED,
-            expect=[State.PENDING_APPROVAL],
+            Move.APPROVE,
             actor=actor,
             decided_by=actor,
             decided_at=now,
@@ -192,7 +186,7 @@ def approve_request(
             before={"state": State.PENDING_APPROVAL, "reasons": request.approval_reasons},
             after={"state": State.SUBMITTED, "comment": comment},
         )
-        enqueue(APPLY_TASK, request.pk)
+        enqueue_on_commit(apply_claim_request, str(request.pk))
     return request
 
 
@@ -327,8 +321,7 @@ def deny_request(
     with transaction.atomic():
         moved = transition(
             request,
-            State.DENIED,
-            expect=[State.PENDING_APPROVAL],
+            Move.DENY,
             actor=actor,
             reason=f"denied: {comment}",
             decided_by=actor,
@@ -385,8 +378,7 @@ def expire_approvals(now: Any = None) -> int:
     ).select_related("tenant"):
         expired += transition(
             request,
-            State.EXPIRED,
-            expect=[State.PENDING_APPROVAL],
+            Move.APPROVAL_EXPIRED,
             reason=f"not approved within {format_duration(timeout)}",
         )
     return expired

@@ -7,6 +7,7 @@ class ClaimsConfig(AppConfig):
 
     def ready(self) -> None:
         from claims import signals  # noqa: F401  (connects the tenant-link receiver)
+        from claims.lifecycle import beat, tasks  # noqa: F401  (registers the Celery tasks)
         from claims.metrics import ClaimRequestCollector
         from portal.metrics import register_collector
 

@@ -13,7 +13,7 @@ The sweep (:func:`sweep_idle_claims`, Celery beat) keeps one ``ClaimIdleness`` r
 allocated claim with a constant number of queries whatever the number of claims, flags and
 unflags idempotently (running it twice changes nothing), records each flag and unflag in the
 audit trail, and sends ``claims_flagged_idle`` for the claims whose owners were not yet told of
-this idle episode. Deleting claims is the mirror's part (``mirror.idle_reclaim``).
+this idle episode. Deleting claims is the mirror's part (``claims.lifecycle.idle_reclaim``).
 """
 
 from __future__ import annotations

@@ -5,20 +5,18 @@ management command, Celery task — calls these and nothing else changes a reque
   namespace, the class, the lease and — under the tenant's row lock — the idempotency key, the
   quota and the approval policy; record the request; enqueue applying it once committed, or
   leave it waiting for approval (``claims.approvals``).
-* :func:`release_request` (withdraws a pending request), :func:`renew_request`,
-  :func:`expire_leases`.
+* :func:`release_request` (withdraws a pending request), :func:`renew_request`.
 * :func:`tenant_lock`: the tenant's row lock that quota checks happen under.
-* :func:`transition`: the one conditional state change (``UPDATE … WHERE state IN …``), audited.
 
-Talking to the cluster is the mirror app's job (``mirror.requests``); its tasks are enqueued by
-name, so this module imports nothing above ``claims``.
+States change only through ``claims.lifecycle.transitions``; talking to the cluster is the rest
+of ``claims.lifecycle`` (its tasks, queued here once the transaction commits).
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any, NamedTuple
 
@@ -27,9 +25,17 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from claims.index import index
+from claims.lifecycle.tasks import apply_claim_request, release_claim_request
+from claims.lifecycle.transitions import (
+    FORCED_RELEASE_REASON,
+    NO_RENEWAL,
+    RENEWAL_FIELDS,
+    Move,
+    transition,
+)
 from claims.models import AllocationMode, ClaimRequest, ClassPolicy, ResourceClaim
 from claims.quota import QuotaCheck, approval_reasons, check_quota, renewal_reasons
-from claims.signals import approval_requested, request_state_changed
+from claims.signals import approval_requested
 from claims.specs import PRESETS, ClaimInput, SpecErrors, build_spec, check_input, resolve_preset
 from devices.models import DeviceClass, Namespace
 from dra.model import InvalidObject
@@ -40,19 +46,11 @@ from portal.services.audit import record_event
 
 __all__ = [
     "ADMIN_ACCESS_LABEL",
-    "CLAIM_DELETED_REASON",
-    "CLUSTER_REPLACED_REASON",
-    "FORCED_RELEASE_REASON",
-    "GONE_REASONS",
-    "NO_RENEWAL",
     "QuotaExceeded",
-    "RENEWAL_FIELDS",
     "Submission",
     "clear_renewal",
     "default_lease",
     "delete_class_policy",
-    "enqueue",
-    "expire_leases",
     "lease_for",
     "prepare",
     "release_request",
@@ -61,27 +59,9 @@ __all__ = [
     "submit",
     "submit_request",
     "tenant_lock",
-    "transition",
 ]
 
 ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
-APPLY_TASK = "claims.apply_request"
-# The reason a portal admin's forced release records (notifications call it a reclaim).
-FORCED_RELEASE_REASON = "release forced by a portal admin"
-# The reasons a request ends with when its claim is gone from the cluster (mirror.following;
-# notifications tell the owner).
-CLAIM_DELETED_REASON = "its claim was deleted from the cluster outside the portal"
-CLUSTER_REPLACED_REASON = "the cluster was replaced: its claim is not in the new cluster"
-GONE_REASONS = (CLAIM_DELETED_REASON, CLUSTER_REPLACED_REASON)
-RELEASE_TASK = "claims.release_request"
-# The fields of a renewal waiting for approval, when none waits.
-NO_RENEWAL: dict[str, Any] = {
-    "renewal_lease": None,
-    "renewal_reasons": [],
-    "renewal_requested_at": None,
-    "renewal_requested_by": None,
-}
-RENEWAL_FIELDS = tuple(NO_RENEWAL)
 # SQLite has no row locks: the embedded mode serialises submissions in the process instead.
 _SUBMIT_LOCK = threading.Lock()
 
@@ -92,12 +72,6 @@ class QuotaExceeded(SpecErrors):
     def __init__(self, check: QuotaCheck) -> None:
         super().__init__({"quota": check.problems})
         self.check = check
-
-
-def enqueue(task_name: str, request_id: Any, **options: Any) -> None:
-    """Queue a lifecycle task by name once the transaction commits. While the broker is away
-    the request stays in its state and ``claims.resume_requests`` enqueues it again."""
-    enqueue_on_commit(task_name, str(request_id), **options)
 
 
 def _is_staff(user: AbstractBaseUser | AnonymousUser | None) -> bool:
@@ -333,7 +307,7 @@ def submit(
         if reasons:
             approval_requested.send(sender=ClaimRequest, request=request, renewal=False)
         else:
-            enqueue(APPLY_TASK, request.pk)
+            enqueue_on_commit(apply_claim_request, str(request.pk))
     return Submission(request, replayed=False)
 
 
@@ -420,56 +394,6 @@ def delete_class_policy(*, actor: AbstractBaseUser | AnonymousUser, policy: Clas
         policy.delete()
 
 
-def transition(
-    request: ClaimRequest,
-    to: ClaimRequest.State,
-    *,
-    expect: Iterable[ClaimRequest.State],
-    reason: str = "",
-    actor: AbstractBaseUser | None = None,
-    **fields: Any,
-) -> bool:
-    """Move ``request`` to ``to`` if it is still in one of ``expect`` (one conditional UPDATE,
-    so two workers can never both make the same move); audited. Updates ``request`` in place."""
-    expect = list(expect)
-    now = timezone.now()
-    values: dict[str, Any] = {"state": to, "updated_at": now, **fields}
-    if reason or to in (ClaimRequest.State.FAILED,):
-        values["reason"] = reason[:2000]
-    if to in ClaimRequest.ENDED_STATES:
-        values["ended_at"] = now
-    if to == ClaimRequest.State.RELEASING or to in ClaimRequest.ENDED_STATES:
-        # A renewal waiting for approval goes with the claim it would have renewed.
-        values |= NO_RENEWAL
-    if to == ClaimRequest.State.APPLIED and "applied_at" not in fields:
-        values["applied_at"] = request.applied_at or now
-    with transaction.atomic():
-        moved = ClaimRequest.objects.filter(pk=request.pk, state__in=expect).update(**values)
-        if not moved:
-            request.refresh_from_db()
-            return False
-        before = request.state
-        for key, value in values.items():
-            setattr(request, key, value)
-        record_event(
-            actor=actor,
-            action=AuditEvent.Action.CLAIM_STATE,
-            obj=request,
-            tenant=request.tenant,
-            before={"state": before},
-            after={"state": to, **({"reason": reason} if reason else {})},
-        )
-        request_state_changed.send(
-            sender=ClaimRequest,
-            request=request,
-            before=before,
-            after=to,
-            reason=reason,
-            actor=actor,
-        )
-    return True
-
-
 def release_request(
     *, user: AbstractBaseUser | AnonymousUser, request: ClaimRequest, force: bool = False
 ) -> ClaimRequest:
@@ -483,8 +407,7 @@ def release_request(
         if (
             not transition(
                 request,
-                ClaimRequest.State.WITHDRAWN,
-                expect=[ClaimRequest.State.PENDING_APPROVAL],
+                Move.WITHDRAW,
                 actor=actor,
                 reason="withdrawn before approval",
             )
@@ -505,12 +428,11 @@ def release_request(
         )
     if transition(
         request,
-        ClaimRequest.State.RELEASING,
-        expect=[s for s in ClaimRequest.ACTIVE_STATES if s != ClaimRequest.State.RELEASING],
+        Move.RELEASE,
         actor=actor,
         reason="released by its owner" if not force else FORCED_RELEASE_REASON,
     ):
-        enqueue(RELEASE_TASK, request.pk)
+        enqueue_on_commit(release_claim_request, str(request.pk))
     return request
 
 
@@ -601,24 +523,3 @@ def _refuse_renewal_of_ended(request: ClaimRequest) -> None:
         raise SpecErrors(
             {"state": [f"A {request.get_state_display().lower()} claim cannot be renewed."]}
         )
-
-
-def expire_leases(now: Any = None) -> int:
-    """Beat: requests whose lease ended are released (their claims deleted)."""
-    now = now or timezone.now()
-    expired = 0
-    for request in (
-        ClaimRequest.objects.active()
-        .filter(expires_at__lte=now)
-        .exclude(state=ClaimRequest.State.RELEASING)
-    ):
-        if transition(
-            request,
-            ClaimRequest.State.RELEASING,
-            expect=[s for s in ClaimRequest.ACTIVE_STATES if s != ClaimRequest.State.RELEASING],
-            reason="lease ended",
-            lease_ended=True,
-        ):
-            enqueue(RELEASE_TASK, request.pk)
-            expired += 1
-    return expired

@@ -1,8 +1,8 @@
 """Signals of the claims domain, and its receivers of the tenancy domain's signals.
 
 ``request_state_changed``: sent (sender ``ClaimRequest``; ``request``, ``before``, ``after``,
-``reason``, ``actor``) by ``claims.services.transition`` inside the transaction that moved the
-request. Receivers that act outside the database (notifications) do so on commit.
+``reason``, ``actor``) by ``claims.lifecycle.transitions.transition`` inside the transaction
+that moved the request. Receivers that act outside the database (notifications) do so on commit.
 
 ``approval_requested``: sent (sender ``ClaimRequest``; ``request``, ``renewal``) inside the
 transaction that recorded something waiting for approval: a request pending approval
@@ -22,6 +22,10 @@ as ``[driver, pool, device]`` lists and the node) when the cluster holds other d
 reservation than the portal wrote and the request followed the cluster (``mirror.following``).
 ``tenant_usage_changed``: sent (``tenant_ids``) when mirrored claims of those tenants changed, so
 their usage may have crossed a line (the quota-high alarm). Receivers act on commit.
+
+``request_applied``: sent (sender ``ClaimRequest``; ``request``) by ``claims.lifecycle.apply``
+once a request's claim is written: the mirror may have shown the claim (even a pod using it)
+before, so its follower looks at it at once (``mirror.following``).
 
 ``relink_claim_tenants`` keeps ``ResourceClaim.tenant`` in step with namespace ownership.
 """
@@ -45,6 +49,7 @@ __all__ = [
     "claims_flagged_idle",
     "relink_claim_tenants",
     "renewal_decided",
+    "request_applied",
     "request_state_changed",
     "tenant_usage_changed",
 ]
@@ -55,6 +60,7 @@ renewal_decided = Signal()
 claims_flagged_idle = Signal()
 claim_reclaimed = Signal()
 claim_moved = Signal()
+request_applied = Signal()
 tenant_usage_changed = Signal()
 
 

@@ -14,7 +14,7 @@ For every applied or in-use request, from the claim (or template) applying it ma
   wherever the pod fits, whoever wrote the first allocation. The request takes the cluster's
   allocation and node, a conflict is counted and audited (devices before and after) and its
   owner told. Only an allocation newer than the portal's own last write to the claim counts,
-  so the portal's own moves (``mirror.requests.verify_reservation``) never look like one.
+  so the portal's own moves (``claims.lifecycle.conflicts``) never look like one.
   An allocation cleared and not replaced is followed by the beat backstop only, once the
   claim has been without one for ``MIRROR_GRACE`` (the scheduler usually allocates it again
   first: one conflict, from the portal's devices to the scheduler's). It is not reserved again
@@ -39,6 +39,13 @@ from django.db import transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
+from claims.lifecycle.manifest import manifest
+from claims.lifecycle.transitions import (
+    CLAIM_DELETED_REASON,
+    CLUSTER_REPLACED_REASON,
+    Move,
+    transition,
+)
 from claims.models import (
     AllocatedDevice,
     AllocationMode,
@@ -47,19 +54,22 @@ from claims.models import (
     ResourceClaim,
     ResourceClaimTemplate,
 )
-from claims.services import CLAIM_DELETED_REASON, CLUSTER_REPLACED_REASON, transition
 from claims.signals import claim_moved, tenant_usage_changed
+from kube.errors import ClusterError, NotFound
 from kube.kinds import Kind
 from mirror.models import MirrorStatus
 from mirror.store import is_newer
+from portal.cluster import connected
 from portal.models import AuditEvent, TenantNamespace
 from portal.services.audit import record_event
 
 __all__ = [
     "MIRROR_GRACE",
     "follow_claims",
+    "follow_applied",
     "follow_requests",
     "node_of",
+    "sync_requests",
     "why_gone",
 ]
 
@@ -228,7 +238,7 @@ def _end_if_gone(
         reason = confirm(request)
     if not reason:
         return 0
-    return int(transition(request, State.RELEASED, expect=FOLLOWED, reason=reason))
+    return int(transition(request, Move.GONE, reason=reason))
 
 
 def _quiet(request: ClaimRequest, now: datetime) -> bool:
@@ -265,13 +275,13 @@ def _follow(
         if replaced and _move(request, row):
             changed.append("moved")
     if row.consumers and request.state == State.APPLIED:
-        to, expect = State.IN_USE, State.APPLIED
+        move = Move.START_USE
     elif not row.consumers and request.state == State.IN_USE:
-        to, expect = State.APPLIED, State.IN_USE
+        move = Move.END_USE
     else:
         return changed
-    if transition(request, to, expect=[expect]):
-        changed.append(str(to))
+    if transition(request, move):
+        changed.append(move.target)
     return changed
 
 
@@ -358,3 +368,38 @@ def _usage_changed(wanted: set[tuple[str, str]] | None) -> None:
 def follow_claims(names: list[list[str]] | None = None) -> dict[str, int]:
     """After a batch of mirrored claim changes (on commit): their requests follow them."""
     return follow_requests(names)
+
+
+def sync_requests() -> dict[str, int]:
+    """Beat, the backstop of following the mirror (``mirror.following``, which the claims
+    reflector runs after every batch): in use ↔ applied, claims gone, allocations moved; a
+    claim the mirror cannot account for (its watcher is down) is looked up in the API server
+    once the request has been quiet for a while."""
+    return follow_requests(backstop=True, confirm=_confirm_gone)
+
+
+def _confirm_gone(request: ClaimRequest) -> str:
+    """Asks the API server for the request's claim: why it is gone, or "" (there, or the
+    server cannot tell now)."""
+    kind, _ = manifest(request)
+    try:
+        with connected() as cluster:
+            try:
+                found = cluster.get(kind, request.name, request.namespace)
+            except NotFound:
+                found = None
+            identity = cluster.identity() if found is None else ""
+    except ClusterError:
+        return ""
+    if found is not None:
+        uid = str((found.get("metadata") or {}).get("uid") or "")
+        return CLAIM_DELETED_REASON if request.claim_uid and uid != request.claim_uid else ""
+    if request.cluster_uid and identity and identity != request.cluster_uid:
+        return CLUSTER_REPLACED_REASON
+    return CLAIM_DELETED_REASON
+
+
+def follow_applied(sender: Any, request: ClaimRequest, **kwargs: Any) -> None:
+    """Receiver of ``claims.signals.request_applied``: the mirror may have shown the claim
+    (even a pod using it) before the portal wrote it."""
+    follow_requests([(request.namespace, request.name)])

@@ -19,6 +19,7 @@ from claims.signals import (
     request_state_changed,
     tenant_usage_changed,
 )
+from notifications import tasks
 from notifications.services import event_for_transition
 from portal.celery import enqueue_on_commit
 
@@ -32,13 +33,6 @@ __all__ = [
     "on_tenant_usage_changed",
 ]
 
-REQUEST_EVENT_TASK = "notifications.request_event"
-APPROVAL_WAITING_TASK = "notifications.approval_waiting"
-RENEWAL_DECIDED_TASK = "notifications.renewal_decided"
-CLAIMS_IDLE_TASK = "notifications.claims_idle"
-IDLE_RECLAIM_TASK = "notifications.idle_reclaim"
-CLAIM_MOVED_TASK = "notifications.claim_moved"
-QUOTA_HIGH_TASK = "notifications.quota_high"
 IDLE_NOTICE_BATCH = 200
 # On a worker, a tenant's quota-high check runs this long after its claims changed; changes
 # within the first ``QUOTA_CHECK_COALESCE`` seconds share that check (it reads the latest usage).
@@ -54,7 +48,7 @@ def on_request_state_changed(
     event = event_for_transition(request, before, after, reason)
     if event is None:
         return
-    enqueue_on_commit(REQUEST_EVENT_TASK, str(request.pk), event.value, reason)
+    enqueue_on_commit(tasks.request_event, str(request.pk), event.value, reason)
 
 
 @receiver(claims_flagged_idle, dispatch_uid="notifications.on_claims_flagged_idle")
@@ -63,21 +57,21 @@ def on_claims_flagged_idle(sender: Any, claim_ids: list[int], **kwargs: Any) -> 
     one per ``IDLE_NOTICE_BATCH`` claims (a sweep may flag thousands at once)."""
     ids = list(claim_ids)
     for start in range(0, len(ids), IDLE_NOTICE_BATCH):
-        enqueue_on_commit(CLAIMS_IDLE_TASK, ids[start : start + IDLE_NOTICE_BATCH])
+        enqueue_on_commit(tasks.claims_idle, ids[start : start + IDLE_NOTICE_BATCH])
 
 
 @receiver(claim_reclaimed, dispatch_uid="notifications.on_claim_reclaimed")
 def on_claim_reclaimed(sender: Any, **kwargs: Any) -> None:
     data = {key: kwargs[key] for key in ("claim_id", "namespace", "name", "tenant_id", "reason")}
     data["owner_id"] = kwargs.get("owner_id")
-    enqueue_on_commit(IDLE_RECLAIM_TASK, kwargs=data)
+    enqueue_on_commit(tasks.idle_reclaim, kwargs=data)
 
 
 @receiver(claim_moved, dispatch_uid="notifications.on_claim_moved")
 def on_claim_moved(
     sender: Any, request: ClaimRequest, before: dict[str, Any], after: dict[str, Any], **kwargs: Any
 ) -> None:
-    enqueue_on_commit(CLAIM_MOVED_TASK, str(request.pk), before, after)
+    enqueue_on_commit(tasks.claim_moved, str(request.pk), before, after)
 
 
 @receiver(tenant_usage_changed, dispatch_uid="notifications.on_tenant_usage_changed")
@@ -85,7 +79,7 @@ def on_tenant_usage_changed(sender: Any, tenant_ids: list[Any] | None, **kwargs:
     """The quota-high alarm of those tenants is evaluated again, on commit: at once in the
     embedded mode (tasks run inline), else shortly after, one check per tenant for a burst of
     changes."""
-    task = current_app.tasks[QUOTA_HIGH_TASK]
+    task = tasks.quota_high
 
     def check() -> None:
         if current_app.conf.task_always_eager:
@@ -107,7 +101,7 @@ def on_approval_requested(
     sender: Any, request: ClaimRequest, renewal: bool = False, **kwargs: Any
 ) -> None:
     """A request (or a renewal) waits: its deciders are told once the recording commits."""
-    enqueue_on_commit(APPROVAL_WAITING_TASK, str(request.pk), renewal)
+    enqueue_on_commit(tasks.approval_waiting, str(request.pk), renewal)
 
 
 @receiver(renewal_decided, dispatch_uid="notifications.on_renewal_decided")
@@ -128,4 +122,4 @@ def on_renewal_decided(
         "comment": comment,
         "asked_by_id": asked_by.pk if asked_by is not None else None,
     }
-    enqueue_on_commit(RENEWAL_DECIDED_TASK, kwargs=data)
+    enqueue_on_commit(tasks.renewal_decided, kwargs=data)

@@ -18,68 +18,51 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from claims.idle import claim_owner
-from claims.models import ClaimIdleness, ClaimRequest, ResourceClaim
+from claims.lifecycle.transitions import FORCED_RELEASE_REASON, GONE_REASONS
+from claims.models import ClaimRequest
 from claims.quota import QuotaCheck, format_gib, quota_report
-from claims.services import FORCED_RELEASE_REASON, GONE_REASONS
+from notifications.delivery import deliver_webhook, send_email
 from notifications.models import (
-    TEST_EVENT,
     Event,
     Notification,
     NotificationPreference,
     QuotaAlarm,
-    WebhookDelivery,
 )
 from notifications.webhooks import (
-    check_webhook_receiver,
-    check_webhook_url,
-    new_secret,
     queue_delivery,
 )
 from portal.celery import enqueue_on_commit
 from portal.durations import DurationError, format_duration, parse_duration
 from portal.models import Membership, Tenant
-from portal.services.tenants import save_tenant
 
 __all__ = [
     "Notice",
+    "link",
+    "tenant_admins",
+    "when",
     "event_for_transition",
     "lease_lead",
     "notify",
     "notify_approval_waiting",
-    "notify_claim_idle",
     "notify_claim_moved",
     "notify_expiring_leases",
     "notify_high_quotas",
-    "notify_idle_reclaim",
     "notify_renewal_decided",
     "notify_request_event",
-    "remove_webhook",
-    "rotate_webhook_secret",
     "save_preferences",
-    "send_test_event",
-    "set_webhook_url",
 ]
 
 log = logging.getLogger(__name__)
 
-EMAIL_TASK = "notifications.send_email"
-WEBHOOK_TASK = "notifications.deliver_webhook"
 # claims.services.release_request's reason when a portal admin forces a release.
 State = ClaimRequest.State
 
 
-def _enqueue(task_name: str, object_id: Any) -> None:
-    """Queue a task by name once the transaction commits (the tasks import this module)."""
-    enqueue_on_commit(task_name, str(object_id))
-
-
-def _link(path: str) -> str:
+def link(path: str) -> str:
     return f"{settings.PORTAL_URL}{path}"
 
 
@@ -118,12 +101,12 @@ def _email_body(notice: Notice, user: AbstractBaseUser) -> str:
     name = getattr(user, "first_name", "") or user.get_username()
     parts = [f"Hello {name},", "", *notice.lines]
     if notice.path:
-        parts += ["", _link(notice.path)]
+        parts += ["", link(notice.path)]
     parts += [
         "",
         "-- ",
         "DRA Portal. Choose which notifications you get by email: "
-        + _link(reverse("notification-preferences")),
+        + link(reverse("notification-preferences")),
     ]
     return "\n".join(parts)
 
@@ -151,7 +134,7 @@ def notify(
         "object_type": notice.object_type,
         "object_id": notice.object_id,
         "subject": notice.subject[:200],
-        "url": _link(notice.path) if notice.path else "",
+        "url": link(notice.path) if notice.path else "",
     }
     recorded: list[Notification] = []
     with transaction.atomic():
@@ -170,7 +153,7 @@ def notify(
             if notification is not None:
                 recorded.append(notification)
                 if email:
-                    _enqueue(EMAIL_TASK, notification.pk)
+                    enqueue_on_commit(send_email, str(notification.pk))
         if tenant.webhook_url:
             notification = _record(
                 **common,
@@ -187,7 +170,7 @@ def notify(
                     data=notice.data,
                     notification=notification,
                 )
-                _enqueue(WEBHOOK_TASK, delivery.pk)
+                enqueue_on_commit(deliver_webhook, str(delivery.pk))
     return recorded
 
 
@@ -222,12 +205,12 @@ def _request_data(request: ClaimRequest) -> dict[str, Any]:
             "reason": request.reason,
             "expires_at": request.expires_at.isoformat() if request.expires_at else None,
             "requested_by": request.requested_by.get_username() if request.requested_by else None,
-            "url": _link(request.get_absolute_url()),
+            "url": link(request.get_absolute_url()),
         }
     }
 
 
-def _when(moment: datetime) -> str:
+def when(moment: datetime) -> str:
     return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M %Z")
 
 
@@ -341,7 +324,7 @@ def notify_claim_moved(
 def _deciders(tenant: Tenant, asked_by_id: Any) -> list[AbstractBaseUser]:
     """Who may decide what ``asked_by_id`` asked for in ``tenant``: its other tenant admins,
     else (nobody else administers it) the portal admins."""
-    admins = [user for user in _tenant_admins(tenant) if user.pk != asked_by_id]
+    admins = [user for user in tenant_admins(tenant) if user.pk != asked_by_id]
     if admins:
         return admins
     return list(get_user_model().objects.filter(is_staff=True, is_active=True))
@@ -399,7 +382,7 @@ def notify_approval_waiting(request: ClaimRequest, *, renewal: bool = False) -> 
             "kind": "renewal" if renewal else "request",
             "lease": format_duration(lease) if lease else None,
             "approval_reasons": reasons,
-            "queue_url": _link(queue),
+            "queue_url": link(queue),
         },
     )
     deciders = _deciders(request.tenant, asker.pk if asker is not None else None)
@@ -419,7 +402,7 @@ def notify_renewal_decided(
     claim = f"{request.namespace}/{request.name}"
     asked = format_duration(lease) if lease else "no lease"
     event = Event.REQUEST_APPROVED if approved else Event.REQUEST_DENIED
-    until = _when(request.expires_at) if request.expires_at else "its release"
+    until = when(request.expires_at) if request.expires_at else "its release"
     outcome = f"approved: it runs until {until}" if approved else f"denied: it still ends {until}"
     lines = [f"The renewal of your claim {claim} to {asked} was {outcome}."]
     if comment:
@@ -478,7 +461,7 @@ def notify_expiring_leases(now: datetime | None = None) -> int:
                 subject=f"Claim {claim}: lease ends in {left}",
                 lines=[
                     f"The lease of your claim {claim} ({request.count_label} × "
-                    f"{request.device_class_name}) ends at {_when(request.expires_at)}, "
+                    f"{request.device_class_name}) ends at {when(request.expires_at)}, "
                     f"in {left}.",
                     "The portal then releases it. Renew it on its page to keep the devices.",
                 ],
@@ -488,102 +471,6 @@ def notify_expiring_leases(now: datetime | None = None) -> int:
 
 
 # -- idle claims ------------------------------------------------------------------------------
-
-
-def _claim_recipients(tenant: Tenant, owner: AbstractBaseUser | None) -> list[AbstractBaseUser]:
-    """Who hears about a claim: the requester of the portal request that made it, else (a claim
-    made outside the portal) the tenant's admins."""
-    return [owner] if owner is not None else _tenant_admins(tenant)
-
-
-def _idle_lines(idleness: ClaimIdleness, claim: str) -> list[str]:
-    if idleness.reason == ClaimIdleness.Reason.NO_CONSUMER:
-        assert idleness.unused_since is not None
-        why = f"no pod has used it since {_when(idleness.unused_since)}"
-    else:
-        assert idleness.low_since is not None
-        why = (
-            f"its devices have been under {idleness.threshold} % GPU utilisation since "
-            f"{_when(idleness.low_since)}"
-        )
-    lines = [f"Your claim {claim} holds devices but looks idle: {why}."]
-    if idleness.reclaim_at is not None:
-        lines.append(
-            f"The portal reclaims it at {_when(idleness.reclaim_at)} unless a pod uses it by "
-            "then (a claim a pod reserves is never reclaimed)."
-        )
-    else:
-        lines.append("Nothing happens to it automatically; release it if you no longer need it.")
-    return lines
-
-
-def notify_claim_idle(claim_id: int) -> int:
-    """Tells the claim's owner (and the tenant's webhook) that it is idle: once per idle
-    episode. A claim of no tenant, or with nobody to tell, is logged instead."""
-    idleness = (
-        ClaimIdleness.objects.select_related("claim", "claim__tenant")
-        .filter(claim_id=claim_id)
-        .first()
-    )
-    if idleness is None or not idleness.is_idle or idleness.notified_episode >= idleness.episode:
-        return 0
-    claim: ResourceClaim = idleness.claim
-    name = f"{claim.namespace}/{claim.name}"
-    sent: list[Notification] = []
-    if claim.tenant is None:
-        log.info("Idle claim %s: no tenant owns its namespace, nobody to tell", name)
-    else:
-        notice = Notice(
-            event=Event.CLAIM_IDLE,
-            key=f"{Event.CLAIM_IDLE}:{claim.uid}:{idleness.episode}",
-            subject=f"Claim {name} is idle",
-            lines=_idle_lines(idleness, name),
-            path=claim.get_absolute_url(),
-            object_type=ResourceClaim._meta.label,
-            object_id=str(claim.pk),
-            data={
-                "claim": {"namespace": claim.namespace, "name": claim.name, "uid": claim.uid},
-                "reason": idleness.reason,
-                "idle_since": idleness.idle_since.isoformat() if idleness.idle_since else None,
-                "reclaim_at": idleness.reclaim_at.isoformat() if idleness.reclaim_at else None,
-                "url": _link(claim.get_absolute_url()),
-            },
-        )
-        recipients = _claim_recipients(claim.tenant, claim_owner(claim))
-        sent = notify(notice, tenant=claim.tenant, users=recipients)
-        if not recipients and not claim.tenant.webhook_url:
-            log.info("Idle claim %s: its tenant has no admin and no webhook to tell", name)
-    ClaimIdleness.objects.filter(pk=idleness.pk, notified_episode__lt=idleness.episode).update(
-        notified_episode=idleness.episode
-    )
-    return len(sent)
-
-
-def notify_idle_reclaim(
-    *, claim_id: int, namespace: str, name: str, tenant_id: int | None, owner_id: Any, reason: str
-) -> int:
-    """Tells the owner (and the tenant's webhook) that their idle claim was deleted."""
-    claim = f"{namespace}/{name}"
-    tenant = Tenant.objects.filter(pk=tenant_id).first() if tenant_id else None
-    if tenant is None:
-        log.info("Reclaimed idle claim %s: no tenant owns its namespace, nobody to tell", claim)
-        return 0
-    owner = get_user_model().objects.filter(pk=owner_id).first() if owner_id else None
-    why = "no pod used it" if reason == ClaimIdleness.Reason.NO_CONSUMER else "its GPUs sat idle"
-    notice = Notice(
-        event=Event.CLAIM_RECLAIMED,
-        key=f"{Event.CLAIM_RECLAIMED}:idle:{claim_id}",
-        subject=f"Claim {claim} reclaimed",
-        lines=[
-            f"Your claim {claim} was reclaimed: {why} past its grace period.",
-            "Its devices go back to the pool. No pod was using it when it was deleted.",
-        ],
-        path=reverse("idle-claim-list"),
-        object_type=ResourceClaim._meta.label,
-        object_id=str(claim_id),
-        data={"claim": {"namespace": namespace, "name": name}, "reason": "idle: " + reason},
-    )
-    return len(notify(notice, tenant=tenant, users=_claim_recipients(tenant, owner)))
 
 
 # -- beat: quotas nearly used up --------------------------------------------------------------
@@ -611,7 +498,7 @@ def _high_measures(check: QuotaCheck, percent: int) -> list[dict[str, Any]]:
     ]
 
 
-def _tenant_admins(tenant: Tenant) -> list[AbstractBaseUser]:
+def tenant_admins(tenant: Tenant) -> list[AbstractBaseUser]:
     return list(
         get_user_model().objects.filter(
             memberships__tenant=tenant, memberships__role=Membership.Role.TENANT_ADMIN
@@ -668,51 +555,6 @@ def notify_high_quotas(tenant_ids: Iterable[Any] | None = None) -> int:
                         "usage": check.usage.to_json(),
                     },
                 )
-                notify(notice, tenant=tenant, users=_tenant_admins(tenant))
+                notify(notice, tenant=tenant, users=tenant_admins(tenant))
                 raised += 1
     return raised
-
-
-# -- a tenant's webhook -----------------------------------------------------------------------
-
-
-def set_webhook_url(*, actor: AbstractBaseUser, tenant: Tenant, url: str) -> tuple[Tenant, str]:
-    """Points the tenant's webhook at ``url`` (http or https only, to an address deliveries
-    accept: ``check_webhook_receiver``); audited. A webhook without a secret gets one: answers
-    the tenant and the new secret ("" when it kept its own)."""
-    url = url.strip()
-    check_webhook_receiver(url)
-    secret = "" if tenant.webhook_secret else new_secret()
-    fields: dict[str, Any] = {"webhook_url": url}
-    if secret:
-        fields["webhook_secret"] = secret
-    return save_tenant(actor=actor, tenant=tenant, **fields), secret
-
-
-def rotate_webhook_secret(*, actor: AbstractBaseUser, tenant: Tenant) -> tuple[Tenant, str]:
-    """Gives the tenant a new webhook secret (shown to the caller once); audited."""
-    secret = new_secret()
-    return save_tenant(actor=actor, tenant=tenant, webhook_secret=secret), secret
-
-
-def remove_webhook(*, actor: AbstractBaseUser, tenant: Tenant) -> Tenant:
-    """No more deliveries: the URL and the secret are cleared; audited."""
-    return save_tenant(actor=actor, tenant=tenant, webhook_url="", webhook_secret="")
-
-
-def send_test_event(*, actor: AbstractBaseUser, tenant: Tenant) -> WebhookDelivery:
-    """Queues a ``test`` event to the tenant's webhook (refused when it has none)."""
-    if not tenant.webhook_url:
-        raise ValidationError("This tenant has no webhook yet: save its URL first.")
-    check_webhook_url(tenant.webhook_url)
-    with transaction.atomic():
-        delivery = queue_delivery(
-            tenant=tenant,
-            event=TEST_EVENT,
-            data={
-                "message": "A test event from DRA Portal.",
-                "sent_by": actor.get_username(),
-            },
-        )
-        _enqueue(WEBHOOK_TASK, delivery.pk)
-    return delivery

@@ -6,20 +6,15 @@ from datetime import timedelta
 from typing import Any
 
 from celery import shared_task
-from django.core.mail import EmailMessage
-from django.db import transaction
-from django.utils import timezone
 
 from claims.models import ClaimRequest
-from notifications import webhooks
-from notifications.models import Event, Notification, WebhookDelivery
+from notifications.idle_notices import notify_claim_idle, notify_idle_reclaim
+from notifications.models import Event
 from notifications.services import (
     notify_approval_waiting,
-    notify_claim_idle,
     notify_claim_moved,
     notify_expiring_leases,
     notify_high_quotas,
-    notify_idle_reclaim,
     notify_renewal_decided,
     notify_request_event,
 )
@@ -28,17 +23,12 @@ __all__ = [
     "approval_waiting",
     "claim_moved",
     "claims_idle",
-    "deliver_webhook",
     "idle_reclaim",
     "lease_expiring",
     "quota_high",
     "renewal_decided",
     "request_event",
-    "retry_webhooks",
-    "send_email",
 ]
-
-EMAIL_RETRY_SECONDS = 60
 
 
 @shared_task(name="notifications.request_event", ignore_result=True)
@@ -89,57 +79,6 @@ def renewal_decided(
         comment=comment,
         asked_by_id=asked_by_id,
     )
-
-
-@shared_task(name="notifications.send_email", bind=True, max_retries=3, ignore_result=True)
-def send_email(self: Any, notification_id: str) -> str:
-    """Sends one email notification (claimed first, so a repeated task sends nothing)."""
-    with transaction.atomic():
-        claimed = Notification.objects.filter(
-            pk=notification_id, channel=Notification.Channel.EMAIL, sent_at=None
-        ).update(sent_at=timezone.now(), error="")
-    if not claimed:
-        return "nothing to do"
-    notification = Notification.objects.select_related("user").get(pk=notification_id)
-    assert notification.user is not None
-    try:
-        EmailMessage(
-            subject=notification.subject,
-            body=notification.body,
-            to=[notification.user.email],
-        ).send()
-    except (OSError, ValueError) as error:
-        Notification.objects.filter(pk=notification.pk).update(
-            sent_at=None, error=f"Sending failed: {error}"[:500]
-        )
-        if not self.request.is_eager:
-            raise self.retry(exc=error, countdown=EMAIL_RETRY_SECONDS) from error
-        return "failed"
-    return "sent"
-
-
-@shared_task(name="notifications.deliver_webhook", bind=True, ignore_result=True)
-def deliver_webhook(self: Any, delivery_id: str) -> str:
-    """One attempt; on a worker the next one is queued after its backoff. In the embedded
-    mode (tasks run inline) retries are left to the ``retry_webhooks`` beat sweep."""
-    delivery = webhooks.attempt_delivery(delivery_id)
-    if delivery is None:
-        return "nothing to do"
-    if delivery.state == WebhookDelivery.State.PENDING and not self.request.is_eager:
-        assert delivery.next_attempt_at is not None
-        countdown = max(0.0, (delivery.next_attempt_at - timezone.now()).total_seconds())
-        deliver_webhook.apply_async((delivery_id,), countdown=countdown)
-    return str(delivery.state)
-
-
-@shared_task(name="notifications.retry_webhooks", ignore_result=True)
-def retry_webhooks() -> int:
-    """Beat: attempts every delivery that is due (a lost task, a restarted worker, or the
-    embedded mode's retries)."""
-    due = list(WebhookDelivery.objects.due(timezone.now()).values_list("pk", flat=True)[:500])
-    for delivery_id in due:
-        deliver_webhook.delay(str(delivery_id))
-    return len(due)
 
 
 @shared_task(name="notifications.lease_expiring", ignore_result=True)

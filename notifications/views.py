@@ -19,15 +19,14 @@ from django.shortcuts import redirect, render
 from notifications.filtersets import WebhookDeliveryFilterSet
 from notifications.forms import PreferencesForm, WebhookForm
 from notifications.models import Event, Notification, NotificationPreference
-from notifications.services import (
-    lease_lead,
+from notifications.services import lease_lead, save_preferences
+from notifications.tables import WebhookDeliveryTable
+from notifications.tenant_webhooks import (
     remove_webhook,
     rotate_webhook_secret,
-    save_preferences,
     send_test_event,
     set_webhook_url,
 )
-from notifications.tables import WebhookDeliveryTable
 from portal.access import get_tenant_for_user
 from portal.durations import format_duration
 from portal.htmx import render_list

@@ -81,19 +81,20 @@ logger = logging.getLogger(__name__)
 REQUEST_ID_HEADER = "dra_request_id"
 
 
-def enqueue_on_commit(task_name: str, *args: Any, **options: Any) -> None:
-    """Sends ``task_name`` with ``args`` once the transaction commits. While the broker is
+def enqueue_on_commit(task: Any, *args: Any, **options: Any) -> None:
+    """Sends ``task`` (the task object, imported: never a name) with ``args`` once the
+    transaction commits. While the broker is
     away the send is logged and dropped rather than failing the request that committed: call
     it only for work a beat task picks up again from the database (``resume_requests`` for
     claim requests, ``retry_webhooks`` for deliveries) or that may be missed (a notice)."""
 
     def send() -> None:
         try:
-            app.tasks[task_name].apply_async(args, **options)
+            task.apply_async(args, **options)
         except BrokerUnavailable as error:
             logger.warning(
                 "could not enqueue %s%r, the broker is away (%s); its beat task picks it up",
-                task_name,
+                task.name,
                 args,
                 error,
             )

@@ -4,9 +4,9 @@ Two kinds of metric:
 
 * **Measured where it happens** (histograms defined here, observed by the code that does the
   work): request latency by view (``portal.middleware``), the mirror's batch time
-  (``mirror.reflector``), submit → applied and apply outcomes (``mirror.requests``), telemetry
-  cycle time (``devices.telemetry.ingest``). They live in the process that did the work: the
-  web's gunicorn workers, or a Celery worker (watchers, allocations, telemetry).
+  (``mirror.reflector``), submit → applied and apply outcomes (``claims.lifecycle.apply``),
+  telemetry cycle time (``devices.telemetry.ingest``). They live in the process that did the
+  work: the web's gunicorn workers, or a Celery worker (watchers, allocations, telemetry).
 * **Read at scrape time** (collectors registered with :func:`register_collector` by each app:
   the mirror's lag and events, claim requests by state, readiness, and the Celery queue depth
   here), from the database and Redis, cached ``METRICS_CACHE_SECONDS``. Only the web's

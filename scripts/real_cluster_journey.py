@@ -30,12 +30,13 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
 
+from claims.lifecycle import conflicts
 from claims.models import ClaimRequest
 from claims.services import release_request, save_class_policy, submit_request
 from claims.specs import ClaimInput, SpecErrors
 from kube.errors import AlreadyExists, NotFound
 from kube.kinds import Kind
-from mirror import requests
+from mirror import following
 from mirror.mapping import MIRRORED_KINDS
 from mirror.reflector import Reflector
 from notifications.models import Notification
@@ -189,7 +190,7 @@ def journey(mode, name, count, constraint=""):
         bool((obj.get("status") or {}).get("allocation")),
     )
     if mode == "reservation":
-        say("verify:", requests.verify_reservation(str(request.pk)))
+        say("verify:", conflicts.verify_reservation(str(request.pk)))
     cluster.create(Kind.PODS, pod(f"{name}-pod", name))
     bound = wait(
         "pod bound", lambda: cluster.get(Kind.PODS, f"{name}-pod", NS)["spec"].get("nodeName")
@@ -208,7 +209,7 @@ def journey(mode, name, count, constraint=""):
     )
     say("finalizers now", cluster.get(Kind.RESOURCE_CLAIMS, name, NS)["metadata"].get("finalizers"))
     mirror()
-    say("sync:", requests.sync_requests())
+    say("sync:", following.sync_requests())
     request.refresh_from_db()
     say("request", request.state)
     try:

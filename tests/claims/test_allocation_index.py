@@ -8,8 +8,9 @@ from datetime import timedelta
 import pytest
 
 from claims.index import index
+from claims.lifecycle.leases import expire_leases
 from claims.models import ClaimRequest, ClassPolicy
-from claims.services import expire_leases, submit_request
+from claims.services import submit_request
 from claims.specs import ClaimInput, SpecErrors
 from kube.kinds import Kind
 

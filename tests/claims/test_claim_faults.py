@@ -8,13 +8,13 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from claims.lifecycle import conflicts
+from claims.lifecycle.beat import resume_claim_requests
 from claims.models import ClaimRequest, ClassPolicy
 from claims.quota import tenant_usage
 from claims.services import submit_request
 from claims.specs import ClaimInput
 from kube.kinds import Kind
-from mirror import requests
-from mirror.tasks import resume_claim_requests
 from portal.models import AuditEvent
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -94,8 +94,8 @@ def test_a_conflicting_scheduler_allocation_is_detected_resolved_and_recorded(li
     }
     cluster.replace_status(Kind.RESOURCE_CLAIMS, other)
     resync()
-    assert requests.conflicted_reservations() == [str(request.pk)]
-    assert requests.verify_reservation(str(request.pk)) == "conflict: moved"
+    assert conflicts.conflicted_reservations() == [str(request.pk)]
+    assert conflicts.verify_reservation(str(request.pk)) == "conflict: moved"
     request.refresh_from_db()
     assert request.conflicts == 1
     moved = request.allocation["devices"]["results"][0]
@@ -105,8 +105,8 @@ def test_a_conflicting_scheduler_allocation_is_detected_resolved_and_recorded(li
     event = AuditEvent.objects.get(action=AuditEvent.Action.CLAIM_CONFLICT)
     assert event.before["held_by"] == ["gpu-test3/scheduled-meanwhile"]
     resync()
-    assert requests.conflicted_reservations() == []
-    assert requests.verify_reservation(str(request.pk)) == "ok"
+    assert conflicts.conflicted_reservations() == []
+    assert conflicts.verify_reservation(str(request.pk)) == "ok"
 
 
 def test_a_claim_created_directly_in_the_cluster_counts_against_the_quota(team_a, live):

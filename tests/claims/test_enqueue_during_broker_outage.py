@@ -9,8 +9,8 @@ from datetime import timedelta
 
 import pytest
 
+from claims.lifecycle.beat import resume_claim_requests
 from claims.models import ClaimRequest
-from mirror.tasks import resume_claim_requests
 from portal.celery import app
 from tests.claims.conftest import make_pending, policy
 

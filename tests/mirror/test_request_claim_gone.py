@@ -8,15 +8,15 @@ from __future__ import annotations
 import pytest
 from django.core import mail
 
+from claims.lifecycle.transitions import CLAIM_DELETED_REASON, CLUSTER_REPLACED_REASON
 from claims.models import ClaimRequest, ClassPolicy, ResourceClaim
-from claims.services import CLAIM_DELETED_REASON, CLUSTER_REPLACED_REASON, submit_request
+from claims.services import submit_request
 from claims.specs import ClaimInput
 from kube.client import Cluster
 from kube.config import ClusterConfig
 from kube.kinds import Kind
-from mirror.following import follow_requests
+from mirror.following import follow_requests, sync_requests
 from mirror.reflector import Reflector
-from mirror.requests import sync_requests
 from portal.models import AuditEvent
 from tests.mirror.conftest import fixture_objects, watch_claims
 

@@ -17,7 +17,7 @@ from home.scheduler import Scheduler
 from kube.client import Cluster
 from kube.config import ClusterConfig
 from kube.kinds import Kind
-from mirror.requests import sync_requests
+from mirror.following import sync_requests
 from portal.models import AuditEvent
 from tests.mirror.conftest import watch_claims
 

@@ -11,9 +11,9 @@ from django.core import mail
 from django.utils import timezone
 
 from claims.idle import IDLE_RECLAIM_REASON, sweep_idle_claims
+from claims.lifecycle.idle_reclaim import reclaim_idle_claims
 from claims.models import REQUEST_ID_LABEL, ClaimIdleness, ClaimRequest
 from kube.kinds import Kind
-from mirror.idle_reclaim import reclaim_idle_claims
 from notifications.models import Event, Notification
 from portal.models import IdlePolicy
 from tests.claims.idle_helpers import TEAM_A_CLAIM, mirrored, set_consumers

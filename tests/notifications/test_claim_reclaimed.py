@@ -9,8 +9,9 @@ from datetime import timedelta
 from django.core import mail
 from django.utils import timezone
 
+from claims.lifecycle.leases import expire_leases
 from claims.models import ClaimRequest
-from claims.services import expire_leases, release_request
+from claims.services import release_request
 from notifications.models import Event, Notification
 from notifications.services import save_preferences
 from tests.notifications.conftest import make_request

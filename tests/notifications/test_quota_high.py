@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.core import mail
 
+from claims.lifecycle.transitions import Move, transition
 from claims.models import ClaimRequest
-from claims.services import transition
 from notifications.models import Notification, QuotaAlarm
 from notifications.services import save_preferences
 from notifications.tasks import quota_high
@@ -47,7 +47,7 @@ def test_the_alarm_re_arms_when_usage_falls_below_the_line(
     hold(bob, team_a, 4, "four")
     second = hold(bob, team_a, 4, "other-four")
     run_beat(django_capture_on_commit_callbacks)
-    transition(second, State.FAILED, expect=[State.SUBMITTED], reason="test")
+    transition(second, Move.FAIL, reason="test")
     assert run_beat(django_capture_on_commit_callbacks) == 0
     alarm = QuotaAlarm.objects.get(tenant=team_a)
     assert not alarm.is_raised

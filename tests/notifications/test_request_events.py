@@ -1,13 +1,14 @@
-"""A request approved, denied or failed (moved by the real ``claims.services.transition``)
-emails its requester, if they want it, and reaches the tenant's webhook; once."""
+"""A request approved, denied or failed (moved by the real
+``claims.lifecycle.transitions.transition``) emails its requester, if they want it, and
+reaches the tenant's webhook; once."""
 
 from __future__ import annotations
 
 import pytest
 from django.core import mail
 
+from claims.lifecycle.transitions import Move, transition
 from claims.models import ClaimRequest
-from claims.services import transition
 from notifications.models import Event, Notification, WebhookDelivery
 from notifications.services import save_preferences
 from tests.factories import UserFactory
@@ -20,8 +21,7 @@ State = ClaimRequest.State
 def approve(request, actor):
     return transition(
         request,
-        State.SUBMITTED,
-        expect=[State.PENDING_APPROVAL],
+        Move.APPROVE,
         actor=actor,
         decided_by=actor,
         decision_comment="Go ahead.",
@@ -31,8 +31,7 @@ def approve(request, actor):
 def deny(request, actor):
     return transition(
         request,
-        State.DENIED,
-        expect=[State.PENDING_APPROVAL],
+        Move.DENY,
         actor=actor,
         reason="Denied by a tenant admin",
         decided_by=actor,
@@ -43,8 +42,7 @@ def deny(request, actor):
 def fail(request, actor):
     return transition(
         request,
-        State.FAILED,
-        expect=[State.SUBMITTED, State.ALLOCATING],
+        Move.FAIL,
         reason="No node has 2 free H100 under one PCIe root.",
     )
 
@@ -137,9 +135,9 @@ def test_a_rolled_back_transition_notifies_nobody(bob, team_a, django_capture_on
 def test_other_moves_notify_nobody(bob, team_a, django_capture_on_commit_callbacks):
     request = make_request(bob, team_a, state=State.SUBMITTED)
     with django_capture_on_commit_callbacks(execute=True):
-        transition(request, State.ALLOCATING, expect=[State.SUBMITTED])
-        transition(request, State.APPLIED, expect=[State.ALLOCATING])
-        transition(request, State.IN_USE, expect=[State.APPLIED])
+        transition(request, Move.START)
+        transition(request, Move.APPLY)
+        transition(request, Move.START_USE)
     assert mail.outbox == []
     assert not Notification.objects.exists()
 

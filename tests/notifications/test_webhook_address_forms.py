@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from notifications.services import set_webhook_url
+from notifications.tenant_webhooks import set_webhook_url
 from notifications.webhooks import InternalDestination, check_destination
 
 # (address, why it is internal)

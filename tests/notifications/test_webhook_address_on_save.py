@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
-from notifications.services import set_webhook_url
+from notifications.tenant_webhooks import set_webhook_url
 
 pytestmark = pytest.mark.django_db
 URL = "/tenants/team-a/webhook/"

@@ -12,9 +12,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from notifications.delivery import retry_webhooks
 from notifications.models import Notification, WebhookDelivery
-from notifications.services import send_test_event, set_webhook_url
-from notifications.tasks import retry_webhooks
+from notifications.tenant_webhooks import send_test_event, set_webhook_url
 from notifications.webhooks import MAX_ATTEMPTS, RETRY_DELAYS, attempt_delivery
 from tests.notifications.conftest import SECRET
 

@@ -6,19 +6,19 @@ from __future__ import annotations
 import threading
 import time
 
-from mirror import tasks as mirror_tasks
+from claims.lifecycle import beat
 from portal.celery import start_embedded_beat
 
 
 def test_it_runs_each_entry_at_its_interval_and_outlives_a_failing_task(monkeypatch):
     ran: list[str] = []
-    monkeypatch.setattr(mirror_tasks, "expire_leases", lambda: ran.append("leases") or 0)
+    monkeypatch.setattr(beat, "expire_leases", lambda: ran.append("leases") or 0)
 
     def broken() -> list[str]:
         ran.append("resume")
         raise RuntimeError("the database went away")
 
-    monkeypatch.setattr(mirror_tasks.requests, "resume_requests", broken)
+    monkeypatch.setattr(beat, "resume_requests", broken)
     schedule = {
         "expire-claim-leases": {"task": "claims.expire_leases", "schedule": 0.05},
         "resume-claim-requests": {"task": "claims.resume_requests", "schedule": 0.05},

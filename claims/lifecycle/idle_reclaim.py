@@ -10,7 +10,7 @@ pod that reserves the claim between the read and the delete makes the API server
 Safe to retry and to run twice: a claim already deleting (an earlier run's delete) is only
 finished, the ``reclaimed_at`` mark is set by a conditional update and is what the audit event
 and the owner's notice hang on. A claim the portal made for a request also ends that request
-(``mirror.requests.release_request`` lifts the portal's finalizer).
+(``claims.lifecycle.release.release_request`` lifts the portal's finalizer).
 """
 
 from __future__ import annotations
@@ -24,13 +24,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from claims.idle import IDLE_RECLAIM_REASON, claim_owner
+from claims.lifecycle.apply import Retry
+from claims.lifecycle.release import release_request
+from claims.lifecycle.transitions import Move, transition
 from claims.models import REQUEST_ID_LABEL, ClaimIdleness, ClaimRequest
-from claims.services import transition
 from claims.signals import claim_reclaimed
 from kube.client import Cluster
 from kube.errors import Conflict, NotFound, Unavailable
 from kube.kinds import Kind
-from mirror import requests
 from portal.cluster import connected
 from portal.models import AuditEvent
 from portal.services.audit import record_event
@@ -128,13 +129,12 @@ def _end_request(found: dict[str, Any]) -> None:
     if request.state != State.RELEASING:
         transition(
             request,
-            State.RELEASING,
-            expect=[s for s in ClaimRequest.ACTIVE_STATES if s != State.RELEASING],
+            Move.RELEASE,
             reason=IDLE_RECLAIM_REASON,
         )
     try:
-        requests.release_request(str(request.pk))
-    except requests.Retry as error:
+        release_request(str(request.pk))
+    except Retry as error:
         # The claim is deleting already; the resume beat task finishes the request.
         log.warning("Releasing request %s after idle reclaim waits: %s", request.pk, error)
 
