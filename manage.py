@@ -9,7 +9,7 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
     if sys.argv[1:2] == ["allocate"]:
         # The allocator needs no Django: skip django.setup() (most of a cold run's time).
-        from claims.allocation_lines import run_without_django
+        from claims.capacity.allocation_lines import run_without_django
 
         if run_without_django(sys.argv[2:]):
             return

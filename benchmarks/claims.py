@@ -10,7 +10,8 @@ The scenario is the mirror benchmark's (``benchmarks/mirror.py``: 5,000 DGX H100
 attribute so the "same NVLink clique" constraint has something to match. The API emulator serves
 it from this process and the mirror's own reflectors copy it into PostgreSQL. Reservations are
 applied by one real Celery worker (a child process, ``--pool=solo``) that talks to the emulator;
-this process submits through ``claims.services.submit_request`` and polls the request's row.
+this process submits through ``claims.requests.services.submit_request`` and polls the request's
+row.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def make_tenant() -> Any:
     from django.contrib.auth.models import AnonymousUser
 
     from claims.models import AllocationMode
-    from claims.services import save_class_policy
+    from claims.requests.services import save_class_policy
     from portal.models import Membership
     from portal.services import tenants as tenant_services
 
@@ -146,8 +147,8 @@ def make_tenant() -> Any:
 
 
 def would_it_fit(rounds: int) -> None:
-    from claims.index import index
-    from claims.specs import ClaimInput, build_spec, resolve_preset
+    from claims.capacity.index import index
+    from claims.requests.specs import ClaimInput, build_spec, resolve_preset
 
     def claim(name: str, count: int, constraint: str) -> Any:
         published = index().class_published(CLASS)
@@ -185,7 +186,7 @@ def would_it_fit(rounds: int) -> None:
 
 def preview_inputs() -> list[Any]:
     """Twenty forms a user might fill in: counts, selectors, constraints and alternatives."""
-    from claims.specs import Alternative, ClaimInput
+    from claims.requests.specs import Alternative, ClaimInput
 
     memory = 'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("{}Gi")) >= 0'
     product = 'device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100 80GB HBM3"'
@@ -226,19 +227,19 @@ def preview_inputs() -> list[Any]:
 
 
 def preview_function() -> tuple[Any, str]:
-    """``claims.preview.preview`` when it exists, else the steps it is built from."""
+    """``claims.requests.preview.preview`` when it exists, else the steps it is built from."""
     try:
-        from claims.preview import preview
+        from claims.requests.preview import preview
     except ImportError:
-        from claims.index import index
-        from claims.services import prepare
+        from claims.capacity.index import index
+        from claims.requests.services import prepare
 
         def preview(user: Any, claim: Any) -> Any:
             _, spec, _, _, _ = prepare(user, claim)  # checks, quota inputs, matching devices
             return index().place(index().parse(claim.namespace, claim.name, spec))
 
-        return preview, "claims.preview is not on main yet: prepare() + matching + place()"
-    return preview, "claims.preview.preview"
+        return preview, "claims.requests.preview is not on main yet: prepare() + matching + place()"
+    return preview, "claims.requests.preview.preview"
 
 
 def live_preview(user: Any, rounds: int, profile: str | None) -> None:
@@ -303,7 +304,7 @@ def start_worker(emulator_url: str, log: Path, profile: str | None) -> subproces
 
 
 def one_gpu(name: str) -> Any:
-    from claims.specs import ClaimInput
+    from claims.requests.specs import ClaimInput
 
     return ClaimInput(namespace=NAMESPACE, name=name, device_class_name=CLASS, count=1)
 
@@ -325,7 +326,7 @@ def wait_for(pks: list[Any], timeout: float, poll: float) -> dict[Any, str]:
 
 def submit_to_applied(user: Any, count: int, profile: str | None) -> None:
     from claims.models import ClaimRequest
-    from claims.services import submit_request
+    from claims.requests.services import submit_request
 
     started = time.perf_counter()
     warm = submit_request(user=user, claim=one_gpu("warm-up"))
@@ -377,7 +378,7 @@ def submit_to_applied(user: Any, count: int, profile: str | None) -> None:
 def sustained(user: Any, count: int, threads: int) -> None:
     from django.db import connection
 
-    from claims.services import submit_request
+    from claims.requests.services import submit_request
 
     pks: list[Any] = []
     errors: list[str] = []
@@ -434,7 +435,7 @@ def follow_mirror(nodes: int, allocated: int, rate: float, seconds: float) -> No
     from django.db import connection
     from django.db.models import Max
 
-    from claims.index import index
+    from claims.capacity.index import index
     from devices.models import InventoryChange
     from kube.kinds import Kind
     from mirror.store import apply_events
@@ -626,7 +627,7 @@ def main() -> None:
     from django.db import connection
 
     from apiemulator import Emulator
-    from claims.index import index, reset_index
+    from claims.capacity.index import index, reset_index
 
     redis.Redis.from_url(settings.REDIS_URL).flushdb()
     with connection.cursor() as cursor:

@@ -38,7 +38,7 @@ import django  # noqa: E402
 django.setup()
 
 from benchmarks.mirror import machine  # noqa: E402
-from claims.fragmentation import Probe, advisable, advise, scratch_copy, summarise  # noqa: E402
+from claims.capacity.fragmentation import Probe, advisable, advise, scratch_copy, summarise  # noqa: E402
 from dra.allocator import Cluster, build_cluster  # noqa: E402
 
 FIXTURES = ROOT / "devices" / "fixtures"

@@ -1,10 +1,11 @@
 """Django admin for self-service claims.
 
-Class policies are written through ``claims.services`` (audited, like every other write);
+Class policies are written through ``claims.requests.services`` (audited, like every other write);
 claim requests are read-only here but for the *release* actions, which call
-:func:`claims.services.release_request` as the API and the pages do, and the *approve* action
-(:func:`claims.approvals.approve_request`). Denying needs a reason for the requester, so it
-happens on the approvals queue (``/approvals/``) or the request's page, linked from here.
+:func:`claims.requests.services.release_request` as the API and the pages do, and the *approve*
+action (:func:`claims.requests.approvals.approve_request`). Denying needs a reason for the
+requester, so it happens on the approvals queue (``/approvals/``) or the request's page, linked from
+here.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from django.db import models
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
-from claims.approvals import approve_request
 from claims.models import ClaimRequest, ClassPolicy
-from claims.services import delete_class_policy, release_request, save_class_policy
-from claims.specs import SpecErrors
+from claims.requests.approvals import approve_request
+from claims.requests.services import delete_class_policy, release_request, save_class_policy
+from claims.requests.specs import SpecErrors
 from portal.admin import ServiceAdmin
 from portal.durations import format_duration
 

@@ -9,6 +9,7 @@ class ClaimsConfig(AppConfig):
         from claims import signals  # noqa: F401  (connects the tenant-link receiver)
         from claims.lifecycle import beat, tasks  # noqa: F401  (registers the Celery tasks)
         from claims.metrics import ClaimRequestCollector
+        from claims.usage import tasks as usage_tasks  # noqa: F401
         from portal.metrics import register_collector
 
         register_collector(ClaimRequestCollector())

@@ -6,14 +6,14 @@ that moved the request. Receivers that act outside the database (notifications) 
 
 ``approval_requested``: sent (sender ``ClaimRequest``; ``request``, ``renewal``) inside the
 transaction that recorded something waiting for approval: a request pending approval
-(``renewal=False``, by ``claims.services.submit_request``) or a renewal of its lease
-(``renewal=True``, by ``claims.services.renew_request``). ``renewal_decided``: sent (sender
+(``renewal=False``, by ``claims.requests.services.submit_request``) or a renewal of its lease
+(``renewal=True``, by ``claims.requests.services.renew_request``). ``renewal_decided``: sent (sender
 ``ClaimRequest``; ``request``, ``approved``, ``lease``, ``comment``, ``actor``) by
-``claims.approvals`` when a renewal waiting for approval is approved or denied.
+``claims.requests.approvals`` when a renewal waiting for approval is approved or denied.
 
 ``claims_flagged_idle``: sent (sender ``ClaimIdleness``; ``claim_ids``) by the idle sweep
-(``claims.idle``) inside its transaction, for idle claims whose owners were not yet told of the
-current idle episode. ``claim_reclaimed``: sent (sender ``ClaimIdleness``; ``claim_id``,
+(``claims.usage.idle``) inside its transaction, for idle claims whose owners were not yet told of
+the current idle episode. ``claim_reclaimed``: sent (sender ``ClaimIdleness``; ``claim_id``,
 ``namespace``, ``name``, ``tenant_id``, ``owner_id``, ``reason``) when the portal deleted an idle
 claim. Receivers act on commit.
 

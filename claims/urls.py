@@ -2,14 +2,12 @@
 
 from django.urls import path
 
-from claims import (
-    approval_views,
-    fragmentation_views,
-    report_views,
-    request_views,
-    sharing_views,
-    views,
-)
+from claims import views
+from claims.capacity.views import fragmentation as fragmentation_views
+from claims.requests.views import approvals as approval_views
+from claims.requests.views import requests as request_views
+from claims.usage.views import reports as report_views
+from claims.usage.views import sharing as sharing_views
 
 urlpatterns = [
     path("approvals/", approval_views.approval_list, name="approval-list"),
@@ -48,7 +46,7 @@ urlpatterns = [
         name="fragmentation-node",
     ),
     path("claims/", views.resourceclaim_list, name="resourceclaim-list"),
-    path("claims/idle/", views.idle_claim_list, name="idle-claim-list"),
+    path("claims/usage/idle/", views.idle_claim_list, name="idle-claim-list"),
     path(
         "claims/<str:namespace>/<str:name>/",
         views.resourceclaim_detail,

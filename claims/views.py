@@ -9,10 +9,10 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from claims.access import get_claim_for_user
+from claims.capacity.index import index
 from claims.filtersets import IdleClaimFilterSet, ResourceClaimFilterSet
-from claims.index import index
 from claims.models import AllocatedDevice, ClaimIdleness, ResourceClaim
-from claims.preview import explain_spec, selector_hints
+from claims.requests.preview import explain_spec, selector_hints
 from claims.tables import (
     IdleClaimTable,
     ResourceClaimTable,
@@ -20,7 +20,7 @@ from claims.tables import (
     idle_badge,
     idle_why,
 )
-from claims.utilisation import claim_utilisation
+from claims.usage.utilisation import claim_utilisation
 from devices.models import Pod
 from devices.views.devices import pretty_json
 from dra.model import InvalidObject, selector_expressions
@@ -58,7 +58,7 @@ def resourceclaim_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def idle_claim_list(request: HttpRequest) -> HttpResponse:
-    """Idle claims (``claims.idle``): tenants see their namespaces', portal admins all."""
+    """Idle claims (``claims.usage.idle``): tenants see their namespaces', portal admins all."""
     visible = ResourceClaim.objects.visible_to(request.user)
     idle = visible.idle().select_related("idleness").order_by("idleness__idle_since", "pk")
 

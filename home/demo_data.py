@@ -19,8 +19,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
 
 from claims.models import AllocationMode, ClaimRequest, ClassPolicy
-from claims.services import save_class_policy, submit_request
-from claims.specs import ClaimInput
+from claims.requests.services import save_class_policy, submit_request
+from claims.requests.specs import ClaimInput
 from portal.models import Tenant
 from portal.services.tenants import save_tenant
 
@@ -67,7 +67,7 @@ def seed_class_policies() -> None:
 def seed_governance() -> ClaimRequest | None:
     """Team-a's backstop on and bob's pending request (call once the mirror holds the device
     classes). Answers the request when this call submitted it, None when it existed already.
-    Raises :class:`claims.specs.SpecErrors` when the request is refused."""
+    Raises :class:`claims.requests.specs.SpecErrors` when the request is refused."""
     team_a = Tenant.objects.get(slug="team-a")
     if not team_a.resource_quota_backstop:
         save_tenant(actor=None, tenant=team_a, resource_quota_backstop=True)

@@ -17,8 +17,8 @@ from django.db.models import Avg, Count, Exists, Max, OuterRef, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from claims.idle import idle_claim_count
 from claims.models import ResourceClaim
+from claims.usage.idle import idle_claim_count
 from devices.models import (
     Device,
     DeviceClassMatch,

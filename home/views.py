@@ -10,7 +10,7 @@ from django.templatetags.static import static
 from django.utils.cache import patch_cache_control
 
 from claims.models import ResourceClaim, UsageRollup
-from claims.utilisation import scopes_utilisation
+from claims.usage.utilisation import scopes_utilisation
 from home.overview import cluster_overview
 from portal.htmx import render_page, wants_fragment
 from portal.models import ApiToken, ExternalIdentity, Membership, Quota, Tenant

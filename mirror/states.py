@@ -134,7 +134,7 @@ def _refresh_chunk(pools: set[PoolKey], apps: Apps) -> int:
 def record_changes(
     pools: Iterable[PoolKey] = (), scope: str = "pool", *, apps: Apps = global_apps
 ) -> None:
-    """Appends to the inventory change log that warm indexes follow (``claims.index``): one
+    """Appends to the inventory change log that warm indexes follow (``claims.capacity.index``): one
     row per pool, or one row for ``scope`` ("deviceclasses", "nodes") when no pools are given."""
     try:
         change = apps.get_model("devices", "InventoryChange")

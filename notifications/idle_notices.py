@@ -9,8 +9,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.urls import reverse
 
-from claims.idle import claim_owner
 from claims.models import ClaimIdleness, ResourceClaim
+from claims.usage.idle import claim_owner
 from notifications.models import Event, Notification
 from notifications.services import Notice, link, notify, tenant_admins, when
 from portal.models import Tenant

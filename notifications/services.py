@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from claims.lifecycle.transitions import FORCED_RELEASE_REASON, GONE_REASONS
 from claims.models import ClaimRequest
-from claims.quota import QuotaCheck, format_gib, quota_report
+from claims.requests.quota import QuotaCheck, format_gib, quota_report
 from notifications.delivery import deliver_webhook, send_email
 from notifications.models import (
     Event,
@@ -58,7 +58,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# claims.services.release_request's reason when a portal admin forces a release.
+# claims.requests.services.release_request's reason when a portal admin forces a release.
 State = ClaimRequest.State
 
 

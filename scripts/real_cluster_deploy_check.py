@@ -255,8 +255,8 @@ def the_portal_at_work(cluster: Any, kubeconfigs: dict[str, str]) -> None:
     from django.test import override_settings
 
     from claims.models import ClaimRequest
-    from claims.services import release_request, save_class_policy, submit_request
-    from claims.specs import ClaimInput
+    from claims.requests.services import release_request, save_class_policy, submit_request
+    from claims.requests.specs import ClaimInput
     from kube.errors import NotFound
     from kube.kinds import Kind
     from mirror.backstop import QUOTA_NAME, check_backstop, desired_hard, repair_backstop

@@ -32,8 +32,8 @@ from django.contrib.auth.models import AnonymousUser
 
 from claims.lifecycle import conflicts
 from claims.models import ClaimRequest
-from claims.services import release_request, save_class_policy, submit_request
-from claims.specs import ClaimInput, SpecErrors
+from claims.requests.services import release_request, save_class_policy, submit_request
+from claims.requests.specs import ClaimInput, SpecErrors
 from kube.errors import AlreadyExists, NotFound
 from kube.kinds import Kind
 from mirror import following

@@ -27,7 +27,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from apiemulator import Emulator
-from claims.index import reset_index
+from claims.capacity.index import reset_index
 from kube.client import Cluster
 from kube.config import ClusterConfig
 from kube.kinds import KINDS, Kind

@@ -1,5 +1,5 @@
 """``GET /api/v1/fragmentation/`` and ``GET /api/v1/fragmentation/nodes/<name>/``: the
-fragmentation advisor's answers (``claims.fragmentation``) as JSON, the same as the pages.
+fragmentation advisor's answers (``claims.capacity.fragmentation``) as JSON, the same as the pages.
 Inventory, not tenant data: any authenticated user may read them, as the nodes and devices."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from claims.fragmentation import ShapeKind, ShapeSummary
-from claims.fragmentation_reads import cluster_advice, is_known_node, node_advice
+from claims.capacity.fragmentation import ShapeKind, ShapeSummary
+from claims.capacity.fragmentation_reads import cluster_advice, is_known_node, node_advice
 
 __all__ = ["FragmentationNodeView", "FragmentationView"]
 

@@ -1,4 +1,4 @@
-"""``GET /api/v1/reports/allocation-hours/``: the allocation-hours report (``claims.reports``)
+"""``GET /api/v1/reports/allocation-hours/``: the allocation-hours report (``claims.usage.reports``)
 as JSON, scoped like the page: portal admins every tenant, everyone else their tenants."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from claims.models import AllocationRecord
-from claims.reports import GroupBy, PeriodError, Preset, allocation_hours, resolve_period
+from claims.usage.reports import GroupBy, PeriodError, Preset, allocation_hours, resolve_period
 
 __all__ = ["AllocationHoursView"]
 

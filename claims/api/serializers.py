@@ -1,6 +1,6 @@
 """Serializers of the claims API: the mirrored claims (output only) and the portal's claim
-requests (an input serializer mirroring :class:`claims.specs.ClaimInput`, output serializers
-for the request, the dry run and the usage)."""
+requests (an input serializer mirroring :class:`claims.requests.specs.ClaimInput`, output
+serializers for the request, the dry run and the usage)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from claims.models import (
     ClaimRequest,
     ResourceClaim,
 )
-from claims.quota import QuotaCheck
-from claims.specs import (
+from claims.requests.quota import QuotaCheck
+from claims.requests.specs import (
     MAX_ALTERNATIVES,
     MAX_COUNT,
     MAX_SELECTORS,
@@ -216,7 +216,7 @@ class ConfigInputSerializer(StrictSerializer):
 
 
 class ClaimInputSerializer(StrictSerializer):
-    """The body of a claim request (and of its dry run): :class:`claims.specs.ClaimInput`.
+    """The body of a claim request (and of its dry run): :class:`claims.requests.specs.ClaimInput`.
     This checks the shape; the services check the meaning (names, CEL, namespace, class,
     quota), so every entry point refuses the same things with the same words."""
 
@@ -368,7 +368,7 @@ def _in_flight(usage: Any) -> dict[str, int]:
 
 
 class QuotaCheckSerializer(serializers.Serializer):
-    """A quota's verdict on asking for more of a class (``claims.quota.QuotaCheck``)."""
+    """A quota's verdict on asking for more of a class (``claims.requests.quota.QuotaCheck``)."""
 
     fits = serializers.BooleanField()
     problems = serializers.ListField(child=serializers.CharField())

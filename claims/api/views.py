@@ -1,11 +1,12 @@
 """Claims API: the mirrored claims (read-only) and the portal's claim requests.
 
 Thin viewsets (STYLE §5): parse (input serializers) → gate (``visible_to``,
-``get_request_for_user``, ``get_tenant_for_user``) → service (``claims.services``,
-``claims.fit``) → respond (output serializers). The services' refusals map to statuses here:
-:class:`~claims.specs.SpecErrors` → 400 with ``fields``; over quota → 409 ``quota_exceeded``
-with the usage, limit and room in ``details``; a state that forbids the change → 409
-``conflict``; an idempotency key reused for another body → 422 ``idempotency_key_reused``.
+``get_request_for_user``, ``get_tenant_for_user``) → service (``claims.requests.services``,
+``claims.requests.fit``) → respond (output serializers). The services' refusals map to statuses
+here:
+:class:`~claims.requests.specs.SpecErrors` → 400 with ``fields``; over quota → 409
+``quota_exceeded`` with the usage, limit and room in ``details``; a state that forbids the change →
+409 ``conflict``; an idempotency key reused for another body → 422 ``idempotency_key_reused``.
 """
 
 from __future__ import annotations
@@ -31,14 +32,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from claims.access import get_claim_for_user, get_request_for_user
-from claims.approvals import approve_request, deny_request, may_decide
 from claims.filtersets import ClaimRequestFilterSet, ResourceClaimFilterSet
-from claims.fit import would_it_fit
 from claims.models import REQUEST_ID_LABEL, ClaimRequest, ResourceClaim, UsageRollup
-from claims.quota import quota_report
-from claims.services import QuotaExceeded, release_request, renew_request, submit
-from claims.specs import SpecErrors
-from claims.utilisation import claim_utilisation, scope_utilisation
+from claims.requests.approvals import approve_request, deny_request, may_decide
+from claims.requests.fit import would_it_fit
+from claims.requests.quota import quota_report
+from claims.requests.services import QuotaExceeded, release_request, renew_request, submit
+from claims.requests.specs import SpecErrors
+from claims.usage.utilisation import claim_utilisation, scope_utilisation
 from portal.access import get_tenant_for_user
 from portal.api.errors import Conflict
 from portal.api.parsers import BoundedJSONParser
@@ -319,7 +320,8 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
 )
 class ClaimRequestViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     """Self-service claim requests of your tenants (all of them for portal admins). Writes go
-    through ``claims.services``: the same checks, quota lock and audit trail as the pages."""
+    through ``claims.requests.services``: the same checks, quota lock and audit trail as the
+    pages."""
 
     serializer_class = ClaimRequestSerializer
     filterset_class = ClaimRequestFilterSet

@@ -1,7 +1,7 @@
 """Applying, releasing and checking the portal's claim requests in the cluster.
 
-The cluster half of the lifecycle in ``claims.services``: the services decide, these functions
-talk to the API server (through ``kube.client``, the one module that does) and move the
+The cluster half of the lifecycle in ``claims.requests.services``: the services decide, these
+functions talk to the API server (through ``kube.client``, the one module that does) and move the
 request on with ``claims.lifecycle.transitions``. Each is idempotent and safe to run twice or to
 resume after a worker died halfway:
 
@@ -21,7 +21,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from claims.index import Placement, index
+from claims.capacity.index import Placement, index
 from claims.lifecycle.manifest import manifest
 from claims.lifecycle.transitions import Move, transition
 from claims.models import REQUEST_ID_LABEL, AllocationMode, ClaimRequest

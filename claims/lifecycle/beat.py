@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from claims.approvals import expire_approvals
 from claims.lifecycle.idle_reclaim import reclaim_idle_claims
 from claims.lifecycle.leases import expire_leases
 from claims.lifecycle.resume import resume_requests
 from claims.lifecycle.tasks import apply_claim_request, release_claim_request
 from claims.models import ClaimRequest
+from claims.requests.approvals import expire_approvals
 
 __all__ = ["expire_claim_approvals", "expire_claim_leases", "reclaim_idle", "resume_claim_requests"]
 

@@ -10,7 +10,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from claims.index import Placement, index
+from claims.capacity.index import Placement, index
 from claims.lifecycle.apply import Retry, place, why
 from claims.lifecycle.transitions import Move, transition
 from claims.models import AllocatedDevice, AllocationMode, ClaimRequest

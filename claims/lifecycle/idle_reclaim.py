@@ -1,4 +1,4 @@
-"""Reclaiming idle claims in the cluster: the cluster half of ``claims.idle``.
+"""Reclaiming idle claims in the cluster: the cluster half of ``claims.usage.idle``.
 
 Claims of tenants whose idle policy reclaims are deleted once their grace period is over, and
 only while no pod reserves them. The mirror may lag the API server, so right before deleting
@@ -23,12 +23,12 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from claims.idle import IDLE_RECLAIM_REASON, claim_owner
 from claims.lifecycle.apply import Retry
 from claims.lifecycle.release import release_request
 from claims.lifecycle.transitions import Move, transition
 from claims.models import REQUEST_ID_LABEL, ClaimIdleness, ClaimRequest
 from claims.signals import claim_reclaimed
+from claims.usage.idle import IDLE_RECLAIM_REASON, claim_owner
 from kube.client import Cluster
 from kube.errors import Conflict, NotFound, Unavailable
 from kube.kinds import Kind

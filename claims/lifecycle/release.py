@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 
-from claims.index import index
+from claims.capacity.index import index
 from claims.lifecycle.apply import Retry
 from claims.lifecycle.manifest import manifest
 from claims.lifecycle.transitions import Move, transition

@@ -38,7 +38,7 @@ RecordKey = tuple[str, str, str, str]  # request, driver, pool, device name
 
 def request_device_classes(spec: Any) -> dict[str, str]:
     """Device class per request name of a claim spec, with ``firstAvailable`` alternatives as
-    ``request/subrequest`` — the names allocation results carry (as ``claims.quota`` reads
+    ``request/subrequest`` — the names allocation results carry (as ``claims.requests.quota`` reads
     them). Tolerant: whatever is unreadable maps to nothing."""
     classes: dict[str, str] = {}
     devices = spec.get("devices") if isinstance(spec, dict) else None

@@ -1,6 +1,6 @@
 """ClaimIdleness: whether an allocated claim is idle, why, since when, and what happens next.
 
-One row per allocated claim the idle sweep (``claims.idle``) has looked at, kept by it alone:
+One row per allocated claim the idle sweep (``claims.usage.idle``) has looked at, kept by it alone:
 it records since when the claim has had no consumer (``unused_since``, so that "no pod for two
 hours" survives across sweeps), and, while the claim is idle, the reason, the episode number
 (owners are told once per episode) and when the portal reclaims it. The row goes with the claim.

@@ -127,8 +127,8 @@ class ClaimRequest(models.Model):
     )
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_comment = models.TextField(blank=True)
-    # A renewal waiting for approval (``claims.services.renew_request``): the lease it asks for
-    # (from its approval), why it waits, who asked and when. The current lease runs on until
+    # A renewal waiting for approval (``claims.requests.services.renew_request``): the lease it asks
+    # for (from its approval), why it waits, who asked and when. The current lease runs on until
     # it is decided; approving it starts the new lease, denying it leaves the lease as it is.
     # ``renewal_requested_at`` is None when no renewal waits.
     renewal_lease = models.DurationField(null=True, blank=True)
@@ -203,8 +203,8 @@ class ClaimRequest(models.Model):
     @property
     def asked_by_id(self) -> Any:
         """Who asked for what waits for a decision: the renewal's asker, else the requester
-        (nobody decides on what they asked for themselves, ``claims.approvals.may_decide``)."""
-        if self.has_pending_renewal:
+        (nobody decides on what they asked for themselves,
+        ``claims.requests.approvals.may_decide``).""" if self.has_pending_renewal:
             return self.renewal_requested_by_id
         return self.requested_by_id
 

@@ -34,7 +34,7 @@ class ResourceClaimQuerySet(NamespacedQuerySet):
         return self.filter(is_allocated=False)
 
     def idle(self) -> ResourceClaimQuerySet:
-        """Claims the idle sweep flagged (``claims.idle``)."""
+        """Claims the idle sweep flagged (``claims.usage.idle``)."""
         return self.filter(idleness__reason__gt="")
 
     def with_device_counts(self) -> ResourceClaimQuerySet:

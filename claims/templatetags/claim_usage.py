@@ -16,8 +16,8 @@ from typing import Any
 from django import template
 
 from claims.models import UsageRollup
-from claims.quota import ClassUsage, tenant_usage
-from claims.utilisation import scope_utilisation
+from claims.requests.quota import ClassUsage, tenant_usage
+from claims.usage.utilisation import scope_utilisation
 from portal.charts import time_range
 from portal.models import Quota, Tenant
 

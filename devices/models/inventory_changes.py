@@ -1,5 +1,5 @@
 """An append-only log of inventory changes, so that warm indexes in other processes follow the
-mirror incrementally instead of reloading it (the allocation index in ``claims.index``)."""
+mirror incrementally instead of reloading it (the allocation index in ``claims.capacity.index``)."""
 
 from __future__ import annotations
 

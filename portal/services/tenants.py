@@ -196,8 +196,8 @@ def deletion_refusal(tenant: Tenant) -> str | None:
 def delete_tenant(*, actor: AbstractBaseUser | None, tenant: Tenant) -> None:
     """Deletes the tenant and what goes with it, audited; raises :class:`TenantInUseError`
     (``deletion_refusal``) with nothing changed when rows it cannot take along refer to it.
-    The tenant's row lock orders it with submissions (``claims.services.tenant_lock``), so a
-    claim request made meanwhile is either counted or refused for the missing tenant."""
+    The tenant's row lock orders it with submissions (``claims.requests.services.tenant_lock``), so
+    a claim request made meanwhile is either counted or refused for the missing tenant."""
     with transaction.atomic():
         tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
         refusal = deletion_refusal(tenant)

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-import claims.request_views
+import claims.requests.views.requests
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -29,13 +29,13 @@ def test_typing_logs_no_errors_and_the_preview_follows_the_last_keystroke(
 
     # A preview slower than the typing pause (300 ms), as on a busy portal: each keystroke's
     # preview is asked for while the one before is still being answered.
-    answer = claims.request_views._preview_of
+    answer = claims.requests.views.requests._preview_of
 
     def slow_preview(form):
         time.sleep(0.5)
         return answer(form)
 
-    monkeypatch.setattr(claims.request_views, "_preview_of", slow_preview)
+    monkeypatch.setattr(claims.requests.views.requests, "_preview_of", slow_preview)
     page.locator("input[name=name]").press_sequentially("run-abc", delay=350)
     page.wait_for_function(
         "t => document.querySelector('[data-testid=preview-yaml]')?.textContent.includes(t)",

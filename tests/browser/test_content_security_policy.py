@@ -106,7 +106,7 @@ def key_pages(request_pk: str, device: Device) -> dict[str, str]:
         "request": f"/claims/requests/{request_pk}/",
         "claims": "/claims/",
         "claim": "/claims/gpu-test1/pod1-gpu-nscrq/",
-        "idle": "/claims/idle/",
+        "idle": "/claims/usage/idle/",
         "approvals": "/approvals/",
         "tenants": "/tenants/",
         "tenant": "/tenants/team-a/",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from claims.index import reset_index
+from claims.capacity.index import reset_index
 from mirror.store import load
 from tests.devices.cluster_data import load_fixture_cluster
 

@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 
 from claims.models import ClaimRequest, ClassPolicy
-from claims.services import submit_request
-from claims.specs import ClaimInput
+from claims.requests.services import submit_request
+from claims.requests.specs import ClaimInput
 from portal.models import Quota
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

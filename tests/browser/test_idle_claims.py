@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from claims.idle import sweep_idle_claims
+from claims.usage.idle import sweep_idle_claims
 from mirror.store import load
 from portal.models import IdlePolicy
 from tests.claims.idle_helpers import OTHER_CLAIM, TEAM_A_CLAIM, utilisation
@@ -59,7 +59,7 @@ def test_a_tenant_admin_sees_idle_claims_and_why(
     sign_in(page, "alice")
     page.wait_for_url(f"{live_server.url}/")
 
-    page.goto(f"{live_server.url}/claims/idle/")
+    page.goto(f"{live_server.url}/claims/usage/idle/")
     rows = page.locator("#idle-claim-table tbody tr")
     assert rows.count() == 2
     assert page.get_by_text("no consumer since").is_visible()
@@ -93,7 +93,7 @@ def test_a_member_of_another_tenant_sees_an_empty_list(
     page = browser_page
     sign_in(page, "carol")
     page.wait_for_url(f"{live_server.url}/")
-    page.goto(f"{live_server.url}/claims/idle/")
+    page.goto(f"{live_server.url}/claims/usage/idle/")
     assert page.get_by_text("No idle claims").is_visible()
     page.screenshot(path=artifacts_dir / "idle-list-empty.png", full_page=True)
     _keep(artifacts_dir, "idle-list-empty.png")

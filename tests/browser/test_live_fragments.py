@@ -12,7 +12,7 @@ import datetime as dt
 import pytest
 from django.contrib.auth import get_user_model
 
-from claims.services import submit_request
+from claims.requests.services import submit_request
 from home.demo_data import DEMO_PENDING
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from claims.index import reset_index
+from claims.capacity.index import reset_index
 from claims.models import ClaimRequest
 from portal.models import Quota
 

@@ -7,11 +7,11 @@ from datetime import timedelta
 
 import pytest
 
-from claims.index import index
+from claims.capacity.index import index
 from claims.lifecycle.leases import expire_leases
 from claims.models import ClaimRequest, ClassPolicy
-from claims.services import submit_request
-from claims.specs import ClaimInput, SpecErrors
+from claims.requests.services import submit_request
+from claims.requests.specs import ClaimInput, SpecErrors
 from kube.kinds import Kind
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from claims import index as index_module
-from claims.fit import would_it_fit
-from claims.index import Placement, index, reset_index
-from claims.specs import ClaimInput
+from claims.capacity import index as index_module
+from claims.capacity.index import Placement, index, reset_index
+from claims.requests.fit import would_it_fit
+from claims.requests.specs import ClaimInput
 from kube.kinds import Kind
 from mirror.store import delete_missing
 

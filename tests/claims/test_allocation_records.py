@@ -9,7 +9,7 @@ import datetime
 import pytest
 from django.core.management import call_command
 
-from claims.index import index
+from claims.capacity.index import index
 from claims.models import AllocationRecord
 from devices.models import Device, ResourceSlice
 from kube.kinds import Kind

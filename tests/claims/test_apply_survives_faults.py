@@ -83,7 +83,9 @@ def claims_of(emulator: Emulator, request_id: str) -> list[dict]:
 
 def resume(stack: Stack) -> None:
     """What beat sends every 30 s: enqueue the requests a dead worker left behind."""
-    stack.shell("from claims.lifecycle.beat import resume_claim_requests\nresume_claim_requests.delay()")
+    stack.shell(
+        "from claims.lifecycle.beat import resume_claim_requests\nresume_claim_requests.delay()"
+    )
 
 
 def mirror_exact(stack: Stack, emulator: Emulator) -> bool:

@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from claims.models import ClaimRequest
-from claims.services import renew_request
+from claims.requests.services import renew_request
 from tests.claims.conftest import make_pending
 
 pytestmark = pytest.mark.django_db

@@ -9,12 +9,12 @@ import pytest
 from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
-from claims.approvals import approve_request, deny_request, expire_approvals
-from claims.index import reset_index
+from claims.capacity.index import reset_index
 from claims.models import ClaimRequest
-from claims.quota import tenant_usage
-from claims.services import QuotaExceeded, release_request, renew_request, submit_request
-from claims.specs import ClaimInput, SpecErrors
+from claims.requests.approvals import approve_request, deny_request, expire_approvals
+from claims.requests.quota import tenant_usage
+from claims.requests.services import QuotaExceeded, release_request, renew_request, submit_request
+from claims.requests.specs import ClaimInput, SpecErrors
 from kube.errors import NotFound
 from kube.kinds import Kind
 from portal.celery import app

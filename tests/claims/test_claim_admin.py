@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from claims.models import AllocationMode, ClaimRequest, ClassPolicy
-from claims.services import submit_request
-from claims.specs import ClaimInput
+from claims.requests.services import submit_request
+from claims.requests.specs import ClaimInput
 from portal.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
@@ -57,7 +57,7 @@ def test_saving_a_class_policy_twice_changes_it_once_and_records_once(db):
     from django.contrib.auth.models import AnonymousUser
 
     from claims.models import ClassPolicy
-    from claims.services import save_class_policy
+    from claims.requests.services import save_class_policy
     from portal.models import AuditEvent
 
     for _ in range(2):

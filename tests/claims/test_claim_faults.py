@@ -11,9 +11,9 @@ from django.utils import timezone
 from claims.lifecycle import conflicts
 from claims.lifecycle.beat import resume_claim_requests
 from claims.models import ClaimRequest, ClassPolicy
-from claims.quota import tenant_usage
-from claims.services import submit_request
-from claims.specs import ClaimInput
+from claims.requests.quota import tenant_usage
+from claims.requests.services import submit_request
+from claims.requests.specs import ClaimInput
 from kube.kinds import Kind
 from portal.models import AuditEvent
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from claims.models import REQUEST_ID_LABEL, RESERVATION_FINALIZER, ClaimRequest, ClassPolicy
-from claims.services import release_request, submit_request
-from claims.specs import ClaimInput
+from claims.requests.services import release_request, submit_request
+from claims.requests.specs import ClaimInput
 from kube.errors import NotFound
 from kube.kinds import Kind
 

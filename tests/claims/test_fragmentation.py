@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from claims.fragmentation import (
+from claims.capacity.fragmentation import (
     MAX_FITS,
     ShapeKind,
     advise,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from django.test import override_settings
 
-from claims.fragmentation_reads import cluster_advice, node_advice
-from claims.index import Placement, index, reset_index
+from claims.capacity.fragmentation_reads import cluster_advice, node_advice
+from claims.capacity.index import Placement, index, reset_index
 from mirror.store import load
 
 pytestmark = pytest.mark.django_db

@@ -9,9 +9,9 @@ import pytest
 from django.core.cache import cache
 from django.utils import timezone
 
-from claims.idle import idle_claim_count, sweep_idle_claims
 from claims.models import ClaimIdleness, ResourceClaim
-from claims.tasks import SWEEP_LOCK, sweep_idle
+from claims.usage.idle import idle_claim_count, sweep_idle_claims
+from claims.usage.tasks import SWEEP_LOCK, sweep_idle
 from kube.kinds import Kind
 from portal.celery import app
 from portal.models import AuditEvent, IdlePolicy

@@ -9,12 +9,12 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from claims.idle import idle_claim_count, sweep_idle_claims
+from claims.usage.idle import idle_claim_count, sweep_idle_claims
 from portal.models import IdlePolicy
 from tests.claims.idle_helpers import TEAM_A_CLAIM, set_consumers
 
 HOUR = datetime.timedelta(hours=1)
-LIST = "/claims/idle/"
+LIST = "/claims/usage/idle/"
 CLAIM_PAGE = "/claims/gpu-test1/pod1-gpu-nscrq/"
 
 
@@ -50,7 +50,7 @@ def test_a_tenant_member_sees_the_idle_claims_of_their_namespaces(idle, client_a
 def test_the_dashboard_counts_the_idle_claims_one_may_see(idle, client_as, bob, carol):
     mine = client_as(bob).get("/").text
     theirs = client_as(carol).get("/").text
-    assert ">1 idle</span>" in mine and 'href="/claims/idle/"' in mine
+    assert ">1 idle</span>" in mine and 'href="/claims/usage/idle/"' in mine
     assert "none idle" in theirs
 
 

@@ -9,9 +9,9 @@ import datetime
 import pytest
 from django.utils import timezone
 
-from claims.idle import sweep_idle_claims
 from claims.lifecycle.idle_reclaim import reclaim_idle_claims
 from claims.models import ClaimIdleness
+from claims.usage.idle import sweep_idle_claims
 from kube.kinds import Kind
 from portal.models import AuditEvent, IdlePolicy
 from tests.claims.idle_helpers import TEAM_A_CLAIM, mirrored, set_consumers

@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 import pytest
 from django.urls import reverse
 
-from claims.index import reset_index
+from claims.capacity.index import reset_index
 from claims.models import ClaimRequest
 from tests.claims.conftest import make_pending, policy
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from claims.index import reset_index
+from claims.capacity.index import reset_index
 from claims.models import ClaimRequest
-from claims.preview import preview
-from claims.specs import ClaimInput
+from claims.requests.preview import preview
+from claims.requests.specs import ClaimInput
 
 BIG_MEMORY = 'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0'
 

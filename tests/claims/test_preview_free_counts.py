@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from claims.fragmentation_reads import cluster_advice
-from claims.index import reset_index
-from claims.preview import preview
-from claims.specs import ClaimInput
+from claims.capacity.fragmentation_reads import cluster_advice
+from claims.capacity.index import reset_index
+from claims.requests.preview import preview
+from claims.requests.specs import ClaimInput
 from devices.models import Device, DeviceClass, DeviceState
 from kube.kinds import Kind
 from tests.devices.cluster_data import allocated_claim

@@ -11,11 +11,11 @@ from collections.abc import Callable
 import pytest
 from django.db import connection
 
-from claims.approvals import approve_request
 from claims.models import ClaimRequest, ClassPolicy
-from claims.quota import tenant_usage
-from claims.services import QuotaExceeded, submit_request
-from claims.specs import ClaimInput, SpecErrors
+from claims.requests.approvals import approve_request
+from claims.requests.quota import tenant_usage
+from claims.requests.services import QuotaExceeded, submit_request
+from claims.requests.specs import ClaimInput, SpecErrors
 from kube.kinds import Kind
 from portal.models import Quota
 from tests.factories import TenantFactory, TenantNamespaceFactory

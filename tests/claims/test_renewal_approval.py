@@ -10,10 +10,10 @@ from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 from django.utils import timezone
 
-from claims.approvals import approve_request, deny_request, expire_approvals
 from claims.models import ClaimRequest
-from claims.services import release_request, renew_request
-from claims.specs import SpecErrors
+from claims.requests.approvals import approve_request, deny_request, expire_approvals
+from claims.requests.services import release_request, renew_request
+from claims.requests.specs import SpecErrors
 from portal.models import AuditEvent
 
 pytestmark = pytest.mark.django_db

@@ -16,7 +16,7 @@ import datetime
 import pytest
 
 from claims.models import AllocationRecord
-from claims.reports import (
+from claims.usage.reports import (
     GroupBy,
     Period,
     PeriodError,

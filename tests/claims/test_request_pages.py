@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from claims.index import reset_index
+from claims.capacity.index import reset_index
 from claims.models import ClaimRequest
 from portal.models import AuditEvent, Quota
 

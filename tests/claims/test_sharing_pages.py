@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from claims.models import AllocatedDevice, ResourceClaim
-from claims.sharing import sharing_settings
+from claims.usage.sharing import sharing_settings
 from devices.models import Device
 from tests.devices.cluster_data import load_fixture_cluster
 from tests.factories import TenantNamespaceFactory

@@ -7,7 +7,7 @@ import datetime
 import pytest
 
 from claims.models import AllocationRecord, UsageRollup
-from claims.utilisation import claim_utilisation, roll_up_usage
+from claims.usage.utilisation import claim_utilisation, roll_up_usage
 from devices.models import DeviceRollup, DeviceTelemetry, Resolution
 
 T0 = datetime.datetime(2026, 11, 23, 10, 0, tzinfo=datetime.UTC)

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from apiemulator import Emulator
-from claims.index import index, reset_index
+from claims.capacity.index import index, reset_index
 from dra.allocator import build_cluster
 from dra.allocator.availability import Holding, State, device_availability
 from dra.features import PORTAL_FEATURES

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from claims.approvals import approve_request
 from claims.models import ClaimRequest
-from claims.quota import format_gib
-from claims.services import submit_request
-from claims.specs import ClaimInput
+from claims.requests.approvals import approve_request
+from claims.requests.quota import format_gib
+from claims.requests.services import submit_request
+from claims.requests.specs import ClaimInput
 from home.demo_data import H100_SELECTOR, seed_governance
 from portal.models import Tenant
 

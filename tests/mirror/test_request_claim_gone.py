@@ -10,8 +10,8 @@ from django.core import mail
 
 from claims.lifecycle.transitions import CLAIM_DELETED_REASON, CLUSTER_REPLACED_REASON
 from claims.models import ClaimRequest, ClassPolicy, ResourceClaim
-from claims.services import submit_request
-from claims.specs import ClaimInput
+from claims.requests.services import submit_request
+from claims.requests.specs import ClaimInput
 from kube.client import Cluster
 from kube.config import ClusterConfig
 from kube.kinds import Kind

@@ -11,8 +11,8 @@ from django.core import mail
 from django.utils import timezone
 
 from claims.models import AllocationRecord, ClaimRequest, ClassPolicy, ResourceClaim
-from claims.services import submit_request
-from claims.specs import ClaimInput
+from claims.requests.services import submit_request
+from claims.requests.specs import ClaimInput
 from home.scheduler import Scheduler
 from kube.client import Cluster
 from kube.config import ClusterConfig

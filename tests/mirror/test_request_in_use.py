@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from claims.models import ClaimRequest
-from claims.services import submit_request
-from claims.specs import ClaimInput
+from claims.requests.services import submit_request
+from claims.requests.specs import ClaimInput
 from home.scheduler import Scheduler
 from kube.client import Cluster
 from kube.config import ClusterConfig

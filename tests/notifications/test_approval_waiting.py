@@ -10,10 +10,10 @@ import pytest
 from django.core import mail
 from django.urls import reverse
 
-from claims.approvals import approve_request
-from claims.index import reset_index
-from claims.services import renew_request, submit_request
-from claims.specs import ClaimInput
+from claims.capacity.index import reset_index
+from claims.requests.approvals import approve_request
+from claims.requests.services import renew_request, submit_request
+from claims.requests.specs import ClaimInput
 from notifications.models import Event, Notification
 from tests.claims.conftest import make_held, policy
 

@@ -10,9 +10,9 @@ import logging
 from django.core import mail
 from django.utils import timezone
 
-from claims.idle import IDLE_RECLAIM_REASON, sweep_idle_claims
 from claims.lifecycle.idle_reclaim import reclaim_idle_claims
 from claims.models import REQUEST_ID_LABEL, ClaimIdleness, ClaimRequest
+from claims.usage.idle import IDLE_RECLAIM_REASON, sweep_idle_claims
 from kube.kinds import Kind
 from notifications.models import Event, Notification
 from portal.models import IdlePolicy

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from claims.lifecycle.leases import expire_leases
 from claims.models import ClaimRequest
-from claims.services import release_request
+from claims.requests.services import release_request
 from notifications.models import Event, Notification
 from notifications.services import save_preferences
 from tests.notifications.conftest import make_request

@@ -10,7 +10,7 @@ from django.core import mail
 from django.utils import timezone
 
 from claims.models import ClaimRequest
-from claims.services import renew_request
+from claims.requests.services import renew_request
 from notifications.models import Event, Notification
 from notifications.services import save_preferences
 from notifications.tasks import lease_expiring

@@ -3,8 +3,9 @@
 Reads one case per line from stdin (or ``--input FILE``) and writes one JSON line per case to
 stdout. A line that is not valid JSON yields an error line (name null) and processing
 continues. Touches no database: it only calls the pure allocator. ``manage.py`` runs the plain
-form (``--input``, ``--timeout``) without starting Django (see :mod:`claims.allocation_lines`);
-this command serves every other form (``--help``, Django's own options, ``call_command``).
+form (``--input``, ``--timeout``) without starting Django (see
+:mod:`claims.capacity.allocation_lines`); this command serves every other form (``--help``, Django's
+own options, ``call_command``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from claims.allocation_lines import answer_lines
+from claims.capacity.allocation_lines import answer_lines
 from dra.allocator import DEFAULT_TIMEOUT_SECONDS
 
 

@@ -2,7 +2,8 @@
 
 Subcommands ``submit``, ``release``, ``renew`` and ``list``, each through the same input
 serializer, gates and services as the API (``claims.api``, ``claims.access``,
-``claims.services``). Bad input is a :class:`CommandError` (exit status 2) naming each field.
+``claims.requests.services``). Bad input is a :class:`CommandError` (exit status 2) naming each
+field.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from claims.api.serializers import ClaimInputSerializer, ClaimRequestSerializer,
 from claims.api.views import mirrored_claims
 from claims.filtersets import ClaimRequestFilterSet
 from claims.models import ClaimRequest
-from claims.services import QuotaExceeded, release_request, renew_request, submit_request
-from claims.specs import SpecErrors
+from claims.requests.services import QuotaExceeded, release_request, renew_request, submit_request
+from claims.requests.specs import SpecErrors
 
 USAGE_ERROR = 2
 

@@ -21,9 +21,9 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import close_old_connections
 
-from claims.idle import sweep_idle_claims
-from claims.specs import SpecErrors
-from claims.utilisation import roll_up_usage
+from claims.requests.specs import SpecErrors
+from claims.usage.idle import sweep_idle_claims
+from claims.usage.utilisation import roll_up_usage
 from devices.models import Device, DeviceClass, TelemetrySource
 from devices.telemetry.ingest import backfill_simulated_history, ingest_source, prune, roll_up
 from home.demo_data import DEMO_CLASS_POLICIES, DEMO_PENDING, seed_class_policies, seed_governance

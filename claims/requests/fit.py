@@ -1,9 +1,9 @@
 """Would it fit? A dry run of a submission that records nothing.
 
-Runs every check :func:`claims.services.submit_request` runs before it takes the tenant's lock
-(``prepare``: input, namespace, classes, admin access, mode), the lease against the quota's
+Runs every check :func:`claims.requests.services.submit_request` runs before it takes the tenant's
+lock (``prepare``: input, namespace, classes, admin access, mode), the lease against the quota's
 maximum, the allocation on this process's warm index, the quota check and the approval policy
-(``claims.approvals``: whether it would wait for approval, and why). Advice only: the
+(``claims.requests.approvals``: whether it would wait for approval, and why). Advice only: the
 quota is read without the tenant's row lock and the index is the web process's own, so a
 submission a moment later may still be refused (docs/claims.md).
 """
@@ -16,10 +16,10 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
-from claims.index import Placement, index
-from claims.quota import QuotaCheck, approval_reasons, check_quota
-from claims.services import lease_for, prepare
-from claims.specs import ClaimInput
+from claims.capacity.index import Placement, index
+from claims.requests.quota import QuotaCheck, approval_reasons, check_quota
+from claims.requests.services import lease_for, prepare
+from claims.requests.specs import ClaimInput
 from portal.models import TenantNamespace
 
 __all__ = ["FitReport", "would_it_fit"]
@@ -71,8 +71,8 @@ def would_it_fit(
     user: AbstractBaseUser | AnonymousUser, claim: ClaimInput, *, usage_max_age: float = 0
 ) -> FitReport:
     """The dry run of ``submit_request(user=user, claim=claim)``. Raises
-    :class:`claims.specs.SpecErrors` for what submitting would refuse as invalid; over quota
-    is not an error here but ``report.quota.problems``. ``usage_max_age``: the live preview
+    :class:`claims.requests.specs.SpecErrors` for what submitting would refuse as invalid; over
+    quota is not an error here but ``report.quota.problems``. ``usage_max_age``: the live preview
     may count the tenant's usage from a result that many seconds old."""
     namespace, spec, mode, devices, memory = prepare(user, claim)
     lease = lease_for(namespace.tenant, claim)

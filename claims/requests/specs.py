@@ -3,7 +3,8 @@
 :class:`ClaimInput` is the one shape every entry point (form, API, admin, command) fills in;
 :func:`build_spec` turns it into ``spec`` of a ``resource.k8s.io/v1`` ResourceClaim (or the
 ``spec.spec`` of a ResourceClaimTemplate). Nothing here touches the database: checks against the
-tenant (namespaces, quota) and the inventory (classes, attributes) live in ``claims.services``.
+tenant (namespaces, quota) and the inventory (classes, attributes) live in
+``claims.requests.services``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The approvals queue (``/approvals/``) and the approve / deny actions. Thin views (STYLE §5):
-parse → gate (``get_request_for_user``, ``claims.approvals.may_decide``) → service
-(``claims.approvals``) → respond.
+parse → gate (``get_request_for_user``, ``claims.requests.approvals.may_decide``) → service
+(``claims.requests.approvals``) → respond.
 
 Tenant admins see their tenants' requests, portal admins every tenant's; members are told
 (403) that approving is their tenant admins' job. Another tenant's request is a 404. The queue
@@ -28,7 +28,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from claims.access import get_request_for_user
-from claims.approvals import (
+from claims.models import ClaimRequest
+from claims.requests.approvals import (
     approval_deadline,
     approve_request,
     deny_request,
@@ -36,9 +37,8 @@ from claims.approvals import (
     may_decide,
     pending_for,
 )
-from claims.models import ClaimRequest
-from claims.quota import ClassUsage, judge_quota, tenant_usage
-from claims.specs import SpecErrors
+from claims.requests.quota import ClassUsage, judge_quota, tenant_usage
+from claims.requests.specs import SpecErrors
 from claims.tables import request_state_badge
 from portal.durations import format_duration
 from portal.htmx import render_page, wants_fragment

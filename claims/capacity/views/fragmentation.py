@@ -3,7 +3,7 @@
 
 The answers are inventory, not tenant data: like the node and device pages, any signed-in
 user sees them. Parse → gate (login; an unknown node is 404) → compute
-(``claims.fragmentation``, kept per index version) → respond.
+(``claims.capacity.fragmentation``, kept per index version) → respond.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 
-from claims.fragmentation import MAX_FITS, class_grids
-from claims.fragmentation_reads import cluster_advice, is_known_node, node_advice
+from claims.capacity.fragmentation import MAX_FITS, class_grids
+from claims.capacity.fragmentation_reads import cluster_advice, is_known_node, node_advice
 from portal.htmx import render_page
 
 __all__ = ["fragmentation", "fragmentation_node"]

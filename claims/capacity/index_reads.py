@@ -1,7 +1,7 @@
-"""The advisory reads of the allocation index (``claims.index``): how many devices a class and
-selectors match and where, the largest memory among them, what a class's devices publish.
+"""The advisory reads of the allocation index (``claims.capacity.index``): how many devices a class
+and selectors match and where, the largest memory among them, what a class's devices publish.
 
-Mixed into :class:`claims.index.AllocationIndex`; the results are kept per class or per
+Mixed into :class:`claims.capacity.index.AllocationIndex`; the results are kept per class or per
 (class, selectors) until the inventory or the classes change (the index clears them), and each
 read accepts a mirror check up to ``CLAIMS_INDEX_FRESH_MS`` old: they feed previews, estimates
 and hints, never a decision.
@@ -27,7 +27,7 @@ class NodeCounts:
     """What :meth:`IndexReads.node_counts` answers. ``sharing_counters``: the nodes where
     some free matching device consumes shared counters (MIG partitions, and GPUs that can be
     partitioned), with how many matching devices are free there: on those nodes the free
-    devices may not all fit together (``claims.fragmentation_reads.fits_together`` says how
+    devices may not all fit together (``claims.capacity.fragmentation_reads.fits_together`` says how
     many do)."""
 
     matched: int

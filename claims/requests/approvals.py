@@ -10,10 +10,10 @@
   pending request holds no quota, so approving checks the quota again, atomically under the
   tenant's row lock like a submission; approval never exceeds the quota.
 * The same decisions apply to a renewal waiting for approval (``ClaimRequest.renewal_*``,
-  recorded by ``claims.services.renew_request``): approving starts the renewed lease from now,
-  denying leaves the current lease as it is; the request's state does not change.
+  recorded by ``claims.requests.services.renew_request``): approving starts the renewed lease from
+  now, denying leaves the current lease as it is; the request's state does not change.
 
-Withdrawing a pending request is :func:`claims.services.release_request` (it ends at once:
+Withdrawing a pending request is :func:`claims.requests.services.release_request` (it ends at once:
 nothing was made in the cluster).
 """
 
@@ -32,10 +32,10 @@ from django.utils import timezone
 from claims.lifecycle.tasks import apply_claim_request
 from claims.lifecycle.transitions import NO_RENEWAL, Move, transition
 from claims.models import ClaimRequest, ClaimRequestQuerySet
-from claims.quota import check_quota
-from claims.services import QuotaExceeded, clear_renewal, tenant_lock
+from claims.requests.quota import check_quota
+from claims.requests.services import QuotaExceeded, clear_renewal, tenant_lock
+from claims.requests.specs import SpecErrors
 from claims.signals import renewal_decided
-from claims.specs import SpecErrors
 from portal.celery import enqueue_on_commit
 from portal.durations import format_duration
 from portal.models import AuditEvent, Quota, Tenant
@@ -137,8 +137,8 @@ def approve_request(
     *, user: AbstractBaseUser | AnonymousUser, request: ClaimRequest, comment: str = ""
 ) -> ClaimRequest:
     """Accept a pending request: under the tenant's row lock, check that it fits the quota now
-    (raising :class:`claims.services.QuotaExceeded` and leaving it pending if not), move it to
-    ``SUBMITTED``, start its lease from now and enqueue applying it once committed; audited.
+    (raising :class:`claims.requests.services.QuotaExceeded` and leaving it pending if not), move it
+    to ``SUBMITTED``, start its lease from now and enqueue applying it once committed; audited.
     Approving a request already approved returns it unchanged; a denied or ended one is a
     :class:`SpecErrors` on ``state``. A running request whose renewal waits for approval gets
     the renewed lease from now instead. Raises ``PermissionDenied`` unless :func:`may_decide`."""

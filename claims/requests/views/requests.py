@@ -13,14 +13,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from claims.access import get_request_for_user
-from claims.approvals import approval_deadline, may_decide
 from claims.filtersets import ClaimRequestFilterSet
-from claims.forms import ALTERNATIVE_ROWS, ClaimRequestForm, RenewForm
 from claims.models import ClaimRequest, ResourceClaim
-from claims.preview import Preview, preset_availability, preview, to_yaml
-from claims.quota import check_quota
-from claims.services import default_lease, release_request, renew_request, submit_request
-from claims.specs import PRESETS, SpecErrors
+from claims.requests.approvals import approval_deadline, may_decide
+from claims.requests.forms import ALTERNATIVE_ROWS, ClaimRequestForm, RenewForm
+from claims.requests.preview import Preview, preset_availability, preview, to_yaml
+from claims.requests.quota import check_quota
+from claims.requests.services import default_lease, release_request, renew_request, submit_request
+from claims.requests.specs import PRESETS, SpecErrors
 from claims.tables import ClaimRequestTable, request_state_badge
 from devices.models import Pod
 from portal.durations import format_duration, parse_duration
@@ -70,8 +70,8 @@ def claimrequest_list(request: HttpRequest) -> HttpResponse:
 
 def _lease_hint(form: ClaimRequestForm, device_class: str) -> str:
     """What an empty lease means for the namespace's tenant and the class chosen: the lease
-    it gets (``claims.services.default_lease``) and whether a longer one waits for approval."""
-    choices = form.fields["namespace"].choices
+    it gets (``claims.requests.services.default_lease``) and whether a longer one waits for
+    approval.""" choices = form.fields["namespace"].choices
     namespace = form.data.get("namespace") or form.initial.get("namespace") or ""
     if not namespace and choices:
         namespace = choices[0][0]  # what the browser shows selected

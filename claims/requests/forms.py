@@ -1,7 +1,7 @@
-"""The New claim form: the page's fields, mapped onto :class:`claims.specs.ClaimInput`.
+"""The New claim form: the page's fields, mapped onto :class:`claims.requests.specs.ClaimInput`.
 
 The form only parses (text → numbers, durations, JSON); every rule about what may be asked is
-``claims.services.prepare``'s, whose :class:`SpecErrors` come back onto the fields with
+``claims.requests.services.prepare``'s, whose :class:`SpecErrors` come back onto the fields with
 :meth:`ClaimRequestForm.add_spec_errors`.
 """
 
@@ -17,7 +17,7 @@ from django import forms
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from claims.models import ClaimRequest, ClassPolicy
-from claims.specs import MAX_COUNT, PRESETS, Alternative, ClaimInput
+from claims.requests.specs import MAX_COUNT, PRESETS, Alternative, ClaimInput
 from devices.models import DeviceClass
 from portal.durations import DurationError, parse_duration
 from portal.models import Tenant, TenantNamespace

@@ -4,7 +4,7 @@ management command, Celery task — calls these and nothing else changes a reque
 * :func:`submit` (:func:`submit_request` answers only the request): check the input, the
   namespace, the class, the lease and — under the tenant's row lock — the idempotency key, the
   quota and the approval policy; record the request; enqueue applying it once committed, or
-  leave it waiting for approval (``claims.approvals``).
+  leave it waiting for approval (``claims.requests.approvals``).
 * :func:`release_request` (withdraws a pending request), :func:`renew_request`.
 * :func:`tenant_lock`: the tenant's row lock that quota checks happen under.
 
@@ -24,7 +24,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from claims.index import index
+from claims.capacity.index import index
 from claims.lifecycle.tasks import apply_claim_request, release_claim_request
 from claims.lifecycle.transitions import (
     FORCED_RELEASE_REASON,
@@ -34,9 +34,16 @@ from claims.lifecycle.transitions import (
     transition,
 )
 from claims.models import AllocationMode, ClaimRequest, ClassPolicy, ResourceClaim
-from claims.quota import QuotaCheck, approval_reasons, check_quota, renewal_reasons
+from claims.requests.quota import QuotaCheck, approval_reasons, check_quota, renewal_reasons
+from claims.requests.specs import (
+    PRESETS,
+    ClaimInput,
+    SpecErrors,
+    build_spec,
+    check_input,
+    resolve_preset,
+)
 from claims.signals import approval_requested
-from claims.specs import PRESETS, ClaimInput, SpecErrors, build_spec, check_input, resolve_preset
 from devices.models import DeviceClass, Namespace
 from dra.model import InvalidObject
 from portal.celery import enqueue_on_commit
@@ -226,7 +233,7 @@ def submit(
     either way the later ones answer from the first one's committed row, never with an error
     about a claim name only that first request took.
 
-    When the approval policy says so (``claims.quota.approval_reasons``) the request is
+    When the approval policy says so (``claims.requests.quota.approval_reasons``) the request is
     recorded as ``PENDING_APPROVAL`` with its reasons instead: it holds no quota, nothing is
     applied and its lease starts only when approved. Over the quota it waits only when the
     quota says ``approve_over_quota``; a lease longer than the quota's maximum is refused."""
@@ -442,11 +449,11 @@ def renew_request(
     """Start the lease again from now, for ``lease`` (default: the request's lease), within
     the quota's maximum.
 
-    A renewal the approval policy sends to approval (``claims.quota.renewal_reasons``: the
+    A renewal the approval policy sends to approval (``claims.requests.quota.renewal_reasons``: the
     tenant approves everything, or the lease is over the quota's threshold) is recorded on the
     request as waiting instead (``renewal_*``, audited): the current lease runs on unchanged
-    until a tenant admin or portal admin decides (``claims.approvals``); if it ends first, the
-    claim is released as usual. A later renewal replaces one that waits."""
+    until a tenant admin or portal admin decides (``claims.requests.approvals``); if it ends first,
+    the claim is released as usual. A later renewal replaces one that waits."""
     if request.state == ClaimRequest.State.PENDING_APPROVAL:
         raise SpecErrors(
             {"state": ["This request waits for approval; its lease starts when it is approved."]}

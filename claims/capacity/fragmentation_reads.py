@@ -1,4 +1,5 @@
-"""The fragmentation advisor (``claims.fragmentation``) on the process's warm allocation index.
+"""The fragmentation advisor (``claims.capacity.fragmentation``) on the process's warm allocation
+index.
 
 The trial allocations run on a scratch copy of the index's cluster taken under its lock, then
 without holding it. What the advisor looks at (``advisable``: classes, their devices by node,
@@ -25,7 +26,7 @@ from typing import Any
 
 from django.conf import settings
 
-from claims.fragmentation import (
+from claims.capacity.fragmentation import (
     Advisable,
     ClusterAdvice,
     NodeAdvice,
@@ -37,7 +38,7 @@ from claims.fragmentation import (
     scratch_copy,
     summarise,
 )
-from claims.index import AllocationIndex, index
+from claims.capacity.index import AllocationIndex, index
 from devices.models import Device, Node
 from dra.allocator import DEFAULT_TIMEOUT_SECONDS, Cluster
 

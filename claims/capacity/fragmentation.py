@@ -4,7 +4,7 @@ Every answer comes from the allocator, none is guessed from free counts. A **sha
 claim: a MIG profile (a device of a partition class whose ``profile`` attribute names it), or
 1, 2, 4 or 8 whole devices of a GPU class, multi-device shapes kept on one NVLink clique with a
 ``matchAttribute`` constraint when the class's devices publish a clique attribute (the
-``nvlink`` preset of ``claims.specs``; without one the devices only share a node, as every
+``nvlink`` preset of ``claims.requests.specs``; without one the devices only share a node, as every
 allocation does). For each node and shape the claim is allocated on that node in a private
 copy of the warm index's cluster, committed, and allocated again until it fails, at most
 :data:`MAX_FITS` times; then the node's usage is put back before the next shape. So shared
@@ -12,10 +12,10 @@ counters (MIG memory slices), a whole GPU that blocks its partitions and vice ve
 constraints count exactly as the allocator counts them, and the devices it chose say which GPUs
 had room.
 
-The answers' types and phrasing are ``claims.fragmentation_answers`` (re-exported here).
+The answers' types and phrasing are ``claims.capacity.fragmentation_answers`` (re-exported here).
 Everything here takes a :class:`dra.allocator.Cluster` and touches nothing else (no database);
-``claims.fragmentation_reads`` runs it on the process's warm index and keeps each node's answer
-until that node's usage changes (docs/fragmentation.md has the costs).
+``claims.capacity.fragmentation_reads`` runs it on the process's warm index and keeps each node's
+answer until that node's usage changes (docs/fragmentation.md has the costs).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from claims.fragmentation_answers import (
+from claims.capacity.fragmentation_answers import (
     MAX_FITS,
     ClassAdvice,
     ClassGrid,
@@ -42,7 +42,7 @@ from claims.fragmentation_answers import (
     class_grids,
     counted,
 )
-from claims.specs import resolve_preset
+from claims.requests.specs import resolve_preset
 from dra.allocator import DEFAULT_TIMEOUT_SECONDS, AllocatedState, Cluster
 from dra.model import ExactRequest, InvalidObject, parse_claim
 from dra.model import ResourceClaim as ClaimModel

@@ -2,12 +2,12 @@
 inventory as the user types (advice only; ``submit_request`` decides).
 
 The checks, the quota verdict and "would it fit now?" are the API's dry run
-(``claims.fit.would_it_fit``, itself ``claims.services.prepare`` plus ``index().place``), so the
-preview, the dry run and the submission never disagree about what is wrong; the counts per node
-come from the warm index (one CEL evaluation per device shape, kept). A device counts as free
-when its availability (``dra.allocator.availability``) is free, as on every page; where free
-devices share counters, how many of them fit together is the fragmentation advisor's count
-(``claims.fragmentation_reads.fits_together``). Nothing is recorded.
+(``claims.requests.fit.would_it_fit``, itself ``claims.requests.services.prepare`` plus
+``index().place``), so the preview, the dry run and the submission never disagree about what is
+wrong; the counts per node come from the warm index (one CEL evaluation per device shape, kept). A
+device counts as free when its availability (``dra.allocator.availability``) is free, as on every
+page; where free devices share counters, how many of them fit together is the fragmentation
+advisor's count (``claims.capacity.fragmentation_reads.fits_together``). Nothing is recorded.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
-from claims.fit import would_it_fit
-from claims.fragmentation_reads import fits_together
-from claims.index import index
-from claims.specs import PRESETS, ClaimInput, SpecErrors, resolve_preset
+from claims.capacity.fragmentation_reads import fits_together
+from claims.capacity.index import index
+from claims.requests.fit import would_it_fit
+from claims.requests.specs import PRESETS, ClaimInput, SpecErrors, resolve_preset
 from dra.cel import compile_selector
 from dra.quantity import QuantityError, parse_quantity
 from portal.durations import format_duration
@@ -100,7 +100,7 @@ class Preview:
     quota_problems: list[str] = field(default_factory=list)  # submitting would be refused
     approval_reasons: list[str] = field(default_factory=list)  # it would wait for approval
     lease_text: str = ""  # the lease it would get ("" when the input has errors)
-    lease_is_default: bool = False  # it asks for none: claims.services.default_lease
+    lease_is_default: bool = False  # it asks for none: claims.requests.services.default_lease
     fits: bool | None = None  # None: not checked (the input has errors)
     node: str | None = None
     devices: list[dict[str, str]] = field(default_factory=list)  # driver, pool, device
@@ -264,8 +264,8 @@ def explain_spec(namespace: str, name: str, spec: dict[str, Any]) -> tuple[Any, 
 
 def _count(result: Preview, claim: ClaimInput, request: Any) -> None:
     """Matching and free devices, in all and on the top nodes; where free devices share
-    counters, how many of them fit together (``claims.fragmentation_reads.fits_together``)."""
-    counts = index().node_counts(claim.device_class_name, request, TOP_NODES)
+    counters, how many of them fit together
+    (``claims.capacity.fragmentation_reads.fits_together``).""" counts = index().node_counts(claim.device_class_name, request, TOP_NODES)
     result.matched, result.free = counts.matched, counts.free
     together = None
     if counts.sharing_counters:

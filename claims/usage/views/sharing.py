@@ -9,7 +9,7 @@ from django.core.cache import cache
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 
-from claims.sharing import (
+from claims.usage.sharing import (
     SHARING_TABS,
     admin_observers,
     claims_with_several_consumers,

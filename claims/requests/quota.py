@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from claims.index import index
+from claims.capacity.index import index
 from claims.models import AllocatedDevice, ClaimRequest, ResourceClaim
 from dra.model import ExactRequest, InvalidObject, parse_claim
 from portal.durations import format_duration
@@ -246,7 +246,7 @@ def check_quota(
     max_age: float = 0,
 ) -> QuotaCheck:
     """Would one more claim of ``devices`` devices and ``memory_bytes`` fit? Call it inside the
-    transaction that holds the tenant's row lock (``claims.services``)."""
+    transaction that holds the tenant's row lock (``claims.requests.services``)."""
     quota = Quota.objects.filter(tenant=tenant, device_class_name=device_class_name).first()
     usage = tenant_usage(tenant, max_age=max_age).get(device_class_name, ClassUsage())
     return judge_quota(

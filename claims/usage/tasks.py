@@ -5,8 +5,8 @@ from __future__ import annotations
 from celery import shared_task
 from django.core.cache import cache
 
-from claims.idle import sweep_idle_claims
-from claims.utilisation import roll_up_usage
+from claims.usage.idle import sweep_idle_claims
+from claims.usage.utilisation import roll_up_usage
 
 __all__ = ["roll_up_claim_usage", "sweep_idle"]
 
@@ -24,7 +24,7 @@ def roll_up_claim_usage() -> int:
 
 @shared_task(name="claims.sweep_idle", ignore_result=True)
 def sweep_idle() -> dict[str, int]:
-    """Beat: flag and unflag idle claims (``claims.idle``); owners are told on commit."""
+    """Beat: flag and unflag idle claims (``claims.usage.idle``); owners are told on commit."""
     if not cache.add(SWEEP_LOCK, 1, SWEEP_LOCK_SECONDS):
         return {"skipped": 1}
     try:

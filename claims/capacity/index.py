@@ -29,7 +29,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Exists, Max, Min, OuterRef
 
-from claims.index_reads import IndexReads
+from claims.capacity.index_reads import IndexReads
 from claims.models import AllocatedDevice, AllocationMode, ClaimRequest, ResourceClaim
 from devices.models import DeviceClass, InventoryChange, Node, ResourceSlice
 from dra.allocator import (

@@ -1,5 +1,5 @@
-"""What the fragmentation advisor answers (``claims.fragmentation`` computes it): the shapes it
-tries, each node's answer, the cluster-wide summary, and how they read in words.
+"""What the fragmentation advisor answers (``claims.capacity.fragmentation`` computes it): the
+shapes it tries, each node's answer, the cluster-wide summary, and how they read in words.
 
 Plain data and phrasing: no allocator calls, no database.
 """

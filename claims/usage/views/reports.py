@@ -1,7 +1,7 @@
 """The allocation-hours report page (chargeback): table, bar chart and CSV export of one report.
 
 Parse (``ReportForm``) → gate (``AllocationRecord.objects.visible_to``: portal admins every
-tenant, everyone else their tenants, members included) → compute (``claims.reports``) →
+tenant, everyone else their tenants, members included) → compute (``claims.usage.reports``) →
 respond (the page, or ``?format=csv`` with the same parameters).
 """
 
@@ -17,7 +17,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 
 from claims.models import AllocationRecord
-from claims.reports import (
+from claims.usage.reports import (
     AllocationReport,
     GroupBy,
     Period,
