@@ -204,7 +204,8 @@ class ClaimRequest(models.Model):
     def asked_by_id(self) -> Any:
         """Who asked for what waits for a decision: the renewal's asker, else the requester
         (nobody decides on what they asked for themselves,
-        ``claims.requests.approvals.may_decide``).""" if self.has_pending_renewal:
+        ``claims.requests.approvals.may_decide``)."""
+        if self.has_pending_renewal:
             return self.renewal_requested_by_id
         return self.requested_by_id
 

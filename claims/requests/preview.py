@@ -265,7 +265,8 @@ def explain_spec(namespace: str, name: str, spec: dict[str, Any]) -> tuple[Any, 
 def _count(result: Preview, claim: ClaimInput, request: Any) -> None:
     """Matching and free devices, in all and on the top nodes; where free devices share
     counters, how many of them fit together
-    (``claims.capacity.fragmentation_reads.fits_together``).""" counts = index().node_counts(claim.device_class_name, request, TOP_NODES)
+    (``claims.capacity.fragmentation_reads.fits_together``)."""
+    counts = index().node_counts(claim.device_class_name, request, TOP_NODES)
     result.matched, result.free = counts.matched, counts.free
     together = None
     if counts.sharing_counters:

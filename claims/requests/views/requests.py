@@ -71,7 +71,8 @@ def claimrequest_list(request: HttpRequest) -> HttpResponse:
 def _lease_hint(form: ClaimRequestForm, device_class: str) -> str:
     """What an empty lease means for the namespace's tenant and the class chosen: the lease
     it gets (``claims.requests.services.default_lease``) and whether a longer one waits for
-    approval.""" choices = form.fields["namespace"].choices
+    approval."""
+    choices = form.fields["namespace"].choices
     namespace = form.data.get("namespace") or form.initial.get("namespace") or ""
     if not namespace and choices:
         namespace = choices[0][0]  # what the browser shows selected
