@@ -1,7 +1,7 @@
 """NVML exporter benchmark: CPU time per ``/metrics`` scrape of a DGX H100 (8 GPUs).
 
 Run: ``.venv/bin/python benchmarks/exporter.py [--scrapes N]``. NVML is the fake of
-``tests/exporter/fake_nvml.py`` (no GPU needed), so the figure is the exporter's own cost: the
+``harness/fake_nvml.py`` (no GPU needed), so the figure is the exporter's own cost: the
 Python around NVML plus ``prometheus_client``'s text rendering, not the driver's time in each
 NVML call. Each scrape is ``generate_latest`` on the exporter's registry (read the node, build
 the families, render the text), timed with ``time.process_time`` (CPU, not wall clock).
@@ -26,7 +26,7 @@ from prometheus_client.exposition import generate_latest  # noqa: E402
 from exporter.inventory import inventory  # noqa: E402
 from exporter.nvml import NvmlReader  # noqa: E402
 from exporter.server import make_registry  # noqa: E402
-from tests.exporter.fake_nvml import dgx_h100_node  # noqa: E402
+from harness.fake_nvml import dgx_h100_node  # noqa: E402
 
 TARGET_MS = 20.0
 

@@ -6,7 +6,7 @@ Run: ``.venv/bin/pip install -e ".[load]"`` once (locust), then
 scaled times). Needs PostgreSQL's server binaries (``initdb``) and ``redis-server``: the run
 makes a PostgreSQL and a Redis of its own, since it restarts them.
 
-The stack (``tests/stack.py``) is what ``deploy/`` runs, as processes: gunicorn (3 workers),
+The stack (``harness/stack.py``) is what ``deploy/`` runs, as processes: gunicorn (3 workers),
 two ``manage.py watch`` replicas, the allocator (one process), the lifecycle worker, the
 backstop worker and Celery beat, with ``DEBUG=false``; the cluster is the API emulator in this
 process, holding ``--nodes`` DGX H100 nodes (8 GPUs each), ``--claims`` allocated claims and
@@ -56,7 +56,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
 from benchmarks.mirror import GPUS_PER_NODE, build_scenario, machine, percentile  # noqa: E402
-from tests.stack import (  # noqa: E402
+from harness.stack import (  # noqa: E402
     Postgres,
     Redis,
     Stack,
@@ -97,7 +97,7 @@ def say(*parts: object) -> None:
 
 
 def scenario_objects(nodes: int, claims: int) -> list[dict[str, Any]]:
-    from tests.mirror.conftest import fixture_objects
+    from harness.fixtures import fixture_objects
 
     scenario = build_scenario(nodes, claims)
     scenario.pop("deviceclasses")  # the demo's fixtures have them

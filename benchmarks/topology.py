@@ -118,19 +118,20 @@ def main() -> None:
     setup_django(migrate=True)
 
     from django.conf import settings
+    from django.contrib.auth import get_user_model
     from django.test import Client
 
     from devices.models import Device
     from portal.models import Membership, Tenant
     from portal.services import tenants as tenant_services
-    from tests.factories import UserFactory
 
     settings.ALLOWED_HOSTS = ["*"]
     if not args.keep or not Device.objects.exists():
         flush_mirror_tables()
         populate(args.nodes, min(args.claims, args.nodes * 8))
-    root = UserFactory(username=f"bench-root-{uuid.uuid4().hex[:6]}", is_staff=True)
-    member = UserFactory(username=f"bench-member-{uuid.uuid4().hex[:6]}")
+    users = get_user_model().objects
+    root = users.create_user(f"bench-root-{uuid.uuid4().hex[:6]}", is_staff=True)
+    member = users.create_user(f"bench-member-{uuid.uuid4().hex[:6]}")
     # The member's tenant owns one of the scenario's six namespaces (6,000 of its claims).
     tenant = Tenant.objects.filter(slug="bench-topology").first()
     tenant = tenant_services.save_tenant(

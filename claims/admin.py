@@ -22,7 +22,7 @@ from claims.requests.approvals import approve_request
 from claims.requests.services import delete_class_policy, release_request, save_class_policy
 from claims.requests.specs import SpecErrors
 from portal.admin import ServiceAdmin
-from portal.durations import format_duration
+from toolkit.durations import format_duration
 
 
 @admin.register(ClassPolicy)

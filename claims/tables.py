@@ -7,7 +7,7 @@ from django.utils.html import format_html
 from django.utils.timezone import localtime
 
 from claims.models import ClaimIdleness, ClaimRequest, ResourceClaim
-from portal.durations import format_duration
+from toolkit.durations import format_duration
 
 __all__ = [
     "ClaimRequestTable",

@@ -24,8 +24,8 @@ from claims.usage.utilisation import claim_utilisation
 from devices.models import Pod
 from devices.views.devices import pretty_json
 from dra.model import InvalidObject, selector_expressions
-from portal.charts import time_range
-from portal.htmx import render_list, render_page, wants_fragment
+from toolkit.charts import time_range
+from toolkit.htmx import render_list, render_page, wants_fragment
 
 __all__ = ["idle_claim_list", "resourceclaim_detail", "resourceclaim_list"]
 

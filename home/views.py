@@ -12,8 +12,8 @@ from django.utils.cache import patch_cache_control
 from claims.models import ResourceClaim, UsageRollup
 from claims.usage.utilisation import scopes_utilisation
 from home.overview import cluster_overview
-from portal.htmx import render_page, wants_fragment
 from portal.models import ApiToken, ExternalIdentity, Membership, Quota, Tenant
+from toolkit.htmx import render_page, wants_fragment
 
 __all__ = ["dashboard", "favicon"]
 

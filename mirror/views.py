@@ -19,9 +19,9 @@ from mirror.mapping import MIRRORED_KINDS
 from mirror.models import BackstopStatus, MirrorStatus
 from mirror.store import MODELS
 from portal.access import get_tenant_for_user
-from portal.htmx import render_page
 from portal.models import Tenant
 from portal.services.tenants import save_tenant
+from toolkit.htmx import render_page
 
 __all__ = [
     "KindRows",

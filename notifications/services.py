@@ -36,8 +36,8 @@ from notifications.webhooks import (
     queue_delivery,
 )
 from portal.celery import enqueue_on_commit
-from portal.durations import DurationError, format_duration, parse_duration
 from portal.models import Membership, Tenant
+from toolkit.durations import DurationError, format_duration, parse_duration
 
 __all__ = [
     "Notice",

@@ -28,9 +28,9 @@ from notifications.tenant_webhooks import (
     set_webhook_url,
 )
 from portal.access import get_tenant_for_user
-from portal.durations import format_duration
-from portal.htmx import render_list
 from portal.models import Tenant
+from toolkit.durations import format_duration
+from toolkit.htmx import render_list
 
 __all__ = ["notification_preferences", "tenant_webhook"]
 

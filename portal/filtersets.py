@@ -99,7 +99,7 @@ class AuditEventFilterSet(django_filters.FilterSet):
 
     Unlike the other lists, an invalid value (another tenant's slug, a malformed date) matches
     nothing on the page instead of being dropped: a dropped filter would show more than asked.
-    The API answers 400 for it (``portal.api.filters.FilterBackend``).
+    The API answers 400 for it (``toolkit.api.filters.FilterBackend``).
     """
 
     actor = django_filters.CharFilter(

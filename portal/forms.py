@@ -16,11 +16,11 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.dateparse import parse_duration as parse_django_duration
 
-from portal.durations import DurationError, format_duration, parse_duration
 from portal.models import Membership
 from portal.models.tenants import dns_label_validator
-from portal.quantities import QuantityError, format_bytes, parse_bytes
 from portal.services.api_tokens import TokenPolicy, lifetime_refusal
+from toolkit.durations import DurationError, format_duration, parse_duration
+from toolkit.quantities import QuantityError, format_bytes, parse_bytes
 
 __all__ = [
     "ApiTokenForm",
@@ -40,7 +40,7 @@ MAX_COUNT = 2_147_483_647  # PositiveIntegerField
 
 
 def read_duration(text: str) -> dt.timedelta:
-    """``7d``, ``12h``, ``P7D`` (``portal.durations``), or Django's own ``"7 00:00:00"`` (what
+    """``7d``, ``12h``, ``P7D`` (``toolkit.durations``), or Django's own ``"7 00:00:00"`` (what
     the API and the admin took before), which may be out of range: the services check bounds.
     Raises ``DurationError``."""
     try:

@@ -22,7 +22,7 @@ The order in ``settings.MIDDLEWARE`` (outermost first) is part of the contract:
 ``QUERY_PARAMETERS_MAX`` parameters, or with a NUL byte; a body declared larger than
 ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (413). ``ApiErrorFormatMiddleware`` then answers every error
 under ``/api/`` that did not come from a DRF view (the router's 404, these limits, a 500) in
-the API's format, ``{"error": {...}}`` (``portal.api.errors``).
+the API's format, ``{"error": {...}}`` (``toolkit.api.errors``).
 """
 
 from __future__ import annotations

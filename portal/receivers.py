@@ -7,8 +7,8 @@ from typing import Any
 from axes.signals import user_locked_out
 from django.dispatch import receiver
 
-from portal.client_address import client_address
 from portal.services.sign_in import record_lockout
+from toolkit.client_address import client_address
 
 __all__ = ["audit_lockout"]
 

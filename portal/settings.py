@@ -18,7 +18,6 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from portal.durations import DurationError, parse_duration
 from portal.environment import (
     env_bool,
     env_int,
@@ -31,6 +30,7 @@ from portal.security_headers import PERMISSIONS_POLICY as PORTAL_PERMISSIONS_POL
 from portal.security_headers import content_security_policy, identity_provider_origins
 from portal.sign_in.config import check_oidc_settings, local_login_mode
 from portal.sign_in.groups import parse_group_map
+from toolkit.durations import DurationError, parse_duration
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PORTAL_VAR_DIR", str(BASE_DIR / "var")))
@@ -91,12 +91,14 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "csp",
+    "toolkit",
     "portal",
     "devices",
     "claims",
     "mirror",
     "notifications",
     "home",
+    "demo",
 ]
 
 # Outermost first. Request ids and timing come first, the probes right after the security
@@ -304,26 +306,26 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "toolkit.api.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [
-        "portal.api.filters.FilterBackend",
-        "portal.api.filters.OrderingFilter",
+        "toolkit.api.filters.FilterBackend",
+        "toolkit.api.filters.OrderingFilter",
     ],
     "DEFAULT_PARSER_CLASSES": [
-        "portal.api.parsers.BoundedJSONParser",
-        "portal.api.parsers.BoundedFormParser",
-        "portal.api.parsers.BoundedMultiPartParser",
+        "toolkit.api.parsers.BoundedJSONParser",
+        "toolkit.api.parsers.BoundedFormParser",
+        "toolkit.api.parsers.BoundedMultiPartParser",
     ],
     # Per user, counted in the default cache (Redis in production); the per-address rate of
     # requests without valid credentials is charged during authentication (the sign-in block).
-    "DEFAULT_THROTTLE_CLASSES": ["portal.api.throttling.UserRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["toolkit.api.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "user": env_str("API_THROTTLE_USER_RATE", "1200/minute"),
         "anon": env_str("API_THROTTLE_ANON_RATE", "60/minute"),
     },
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "portal.api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "toolkit.api.errors.exception_handler",
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
@@ -345,7 +347,7 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "portal.api.schema.document_errors",
+        "toolkit.api.schema.document_errors",
     ],
 }
 
@@ -488,7 +490,7 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # --- Sign-in hardening: the client address, failed-authentication rate, lockouts ---------------
 # (docs/security.md, docs/configuration.md). Reverse proxies in front of the portal that append
-# to X-Forwarded-For; 0 trusts no header and uses REMOTE_ADDR (portal.client_address).
+# to X-Forwarded-For; 0 trusts no header and uses REMOTE_ADDR (toolkit.client_address).
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 # DRF authenticates before it throttles, so the per-address rate (API_THROTTLE_ANON_RATE) of
 # requests without valid credentials is charged by the last authentication class.
@@ -519,7 +521,7 @@ if AXES_FAILURE_LIMIT < 1:
     raise ImproperlyConfigured("LOGIN_FAILURE_LIMIT must be at least 1.")
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-AXES_CLIENT_IP_CALLABLE = "portal.client_address.client_address"
+AXES_CLIENT_IP_CALLABLE = "toolkit.client_address.client_address"
 AXES_LOCKOUT_CALLABLE = "portal.views.sign_in.lockout_response"
 AXES_VERBOSE = False  # log the lockout's username and address only, and no banner at start-up
 

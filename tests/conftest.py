@@ -28,6 +28,7 @@ from rest_framework.test import APIClient
 
 from apiemulator import Emulator
 from claims.capacity.index import reset_index
+from harness.fixtures import fixture_objects
 from kube.client import Cluster
 from kube.config import ClusterConfig
 from kube.kinds import KINDS, Kind
@@ -41,7 +42,6 @@ from tests.factories import (
     TenantNamespaceFactory,
     UserFactory,
 )
-from tests.mirror.conftest import fixture_objects
 
 SHARED_FIXTURES = Path(__file__).resolve().parent.parent / "devices" / "fixtures"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
@@ -254,11 +254,11 @@ def live(db: None, settings: Any) -> Iterator[tuple[Emulator, Cluster, Callable[
 @pytest.fixture
 def demo_seeded(db: None, settings: Any, tmp_path: Path) -> dict[str, str]:
     """The demo's personas, tenants, quotas and class policies, seeded as ``make demo`` seeds
-    them (``manage.py seed_demo``, ``home.demo_data``); answers the personas' passwords. Use it
+    them (``manage.py seed_demo``, ``demo.data``); answers the personas' passwords. Use it
     instead of the persona fixtures, with ``live`` for the demo cluster."""
     from django.core.management import call_command
 
-    from home.demo_data import seed_class_policies
+    from demo.data import seed_class_policies
 
     settings.VAR_DIR = tmp_path
     call_command("seed_demo", stdout=io.StringIO())

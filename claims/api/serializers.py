@@ -28,8 +28,8 @@ from claims.requests.specs import (
     Alternative,
     ClaimInput,
 )
-from portal.durations import DurationError, iso_duration, parse_duration
 from portal.models import Quota
+from toolkit.durations import DurationError, iso_duration, parse_duration
 
 __all__ = [
     "ClaimInputSerializer",

@@ -41,9 +41,9 @@ from claims.requests.services import QuotaExceeded, release_request, renew_reque
 from claims.requests.specs import SpecErrors
 from claims.usage.utilisation import claim_utilisation, scope_utilisation
 from portal.access import get_tenant_for_user
-from portal.api.errors import Conflict
-from portal.api.parsers import BoundedJSONParser
-from portal.api.utilisation import (
+from toolkit.api.errors import Conflict
+from toolkit.api.parsers import BoundedJSONParser
+from toolkit.api.utilisation import (
     RANGE_PARAMETER,
     UTILISATION_RESPONSE,
     requested_range,

@@ -20,7 +20,7 @@ __all__ = [
     "ResourceClaimQuerySet",
 ]
 
-# Set by the demo's simulated scheduler (``home/scheduler.py``) on the claims it allocated.
+# Set by the demo's simulated scheduler (``demo/scheduler.py``) on the claims it allocated.
 SIMULATED_SCHEDULER_ANNOTATION = "dra-portal.io/simulated-scheduler"
 
 

@@ -37,9 +37,9 @@ from claims.requests.services import QuotaExceeded, clear_renewal, tenant_lock
 from claims.requests.specs import SpecErrors
 from claims.signals import renewal_decided
 from portal.celery import enqueue_on_commit
-from portal.durations import format_duration
 from portal.models import AuditEvent, Quota, Tenant
 from portal.services.audit import record_event
+from toolkit.durations import format_duration
 
 __all__ = [
     "approval_deadline",

@@ -19,8 +19,8 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from claims.models import ClaimRequest, ClassPolicy
 from claims.requests.specs import MAX_COUNT, PRESETS, Alternative, ClaimInput
 from devices.models import DeviceClass
-from portal.durations import DurationError, parse_duration
 from portal.models import Tenant, TenantNamespace
+from toolkit.durations import DurationError, parse_duration
 
 __all__ = ["ALTERNATIVE_ROWS", "ClaimRequestForm", "RenewForm"]
 

@@ -25,7 +25,7 @@ from claims.requests.fit import would_it_fit
 from claims.requests.specs import PRESETS, ClaimInput, SpecErrors, resolve_preset
 from dra.cel import compile_selector
 from dra.quantity import QuantityError, parse_quantity
-from portal.durations import format_duration
+from toolkit.durations import format_duration
 
 __all__ = [
     "STAGE_LABELS",

@@ -19,8 +19,8 @@ from typing import Any
 from claims.capacity.index import index
 from claims.models import AllocatedDevice, ClaimRequest, ResourceClaim
 from dra.model import ExactRequest, InvalidObject, parse_claim
-from portal.durations import format_duration
 from portal.models import Quota, Tenant
+from toolkit.durations import format_duration
 
 __all__ = [
     "ClassUsage",

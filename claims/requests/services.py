@@ -47,9 +47,9 @@ from claims.signals import approval_requested
 from devices.models import DeviceClass, Namespace
 from dra.model import InvalidObject
 from portal.celery import enqueue_on_commit
-from portal.durations import format_duration
 from portal.models import AuditEvent, Quota, Tenant, TenantNamespace
 from portal.services.audit import record_event
+from toolkit.durations import format_duration
 
 __all__ = [
     "ADMIN_ACCESS_LABEL",

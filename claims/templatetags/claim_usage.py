@@ -18,8 +18,8 @@ from django import template
 from claims.models import UsageRollup
 from claims.requests.quota import ClassUsage, tenant_usage
 from claims.usage.utilisation import scope_utilisation
-from portal.charts import time_range
 from portal.models import Quota, Tenant
+from toolkit.charts import time_range
 
 register = template.Library()
 

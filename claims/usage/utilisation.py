@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from claims.models import AllocationRecord, ResourceClaim, UsageRollup
 from devices.models import DeviceRollup, Resolution
-from portal.charts import DEFAULT_RANGE, TimeRange
+from toolkit.charts import DEFAULT_RANGE, TimeRange
 
 __all__ = ["ClaimUtilisation", "claim_utilisation", "roll_up_usage"]
 

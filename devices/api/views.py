@@ -33,9 +33,9 @@ from devices.filtersets import (
 from devices.models import Device, DeviceClass, Node, ResourceSlice
 from devices.telemetry.reads import History, device_utilisation, node_utilisation
 from devices.views.devices import get_device
-from portal.api.pagination import KeysetPagination, keyset_chunks
-from portal.api.renderers import FastJSONRenderer, json_lines
-from portal.api.utilisation import (
+from toolkit.api.pagination import KeysetPagination, keyset_chunks
+from toolkit.api.renderers import FastJSONRenderer, json_lines
+from toolkit.api.utilisation import (
     RANGE_PARAMETER,
     requested_range,
     utilisation_response,

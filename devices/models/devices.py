@@ -159,7 +159,7 @@ class Device(models.Model):
         ]
         indexes = [
             # The device list's order, ending in the key: the list finds a page's keys with an
-            # index-only scan (see portal.htmx.KeyFirstPaginator), not a sort of all rows.
+            # index-only scan (see toolkit.htmx.KeyFirstPaginator), not a sort of all rows.
             models.Index(
                 fields=["node_name", "driver", "pool_name", "name", "id"], name="device_list_order"
             ),

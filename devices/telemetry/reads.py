@@ -24,7 +24,7 @@ from django.db.models import Avg, Sum
 from django.utils import timezone
 
 from devices.models import Device, DeviceRollup, DeviceSample, DeviceTelemetry, Resolution
-from portal.charts import DEFAULT_RANGE, TimeRange
+from toolkit.charts import DEFAULT_RANGE, TimeRange
 
 __all__ = [
     "STALE_AFTER",

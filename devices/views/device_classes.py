@@ -16,7 +16,7 @@ from devices.tables import DeviceClassTable
 from devices.views.devices import pretty_json
 from dra.cel import selector_errors as cel_selector_errors
 from dra.model import selector_expressions
-from portal.htmx import render_list
+from toolkit.htmx import render_list
 
 __all__ = ["deviceclass_detail", "deviceclass_list", "selector_errors"]
 

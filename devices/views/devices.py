@@ -22,8 +22,8 @@ from devices.models import Device, DeviceClass, Pod, SharedCounterSet
 from devices.tables import DeviceTable, human_bytes
 from devices.telemetry.reads import device_utilisation
 from dra.quantity import QuantityError, parse_quantity
-from portal.charts import time_range
-from portal.htmx import render_list, render_page, wants_fragment
+from toolkit.charts import time_range
+from toolkit.htmx import render_list, render_page, wants_fragment
 
 __all__ = [
     "Holder",

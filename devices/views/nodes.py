@@ -16,8 +16,8 @@ from devices.models import Device, DeviceState, Node, ResourceSlice, SharedCount
 from devices.tables import NodeTable
 from devices.telemetry.reads import node_utilisation
 from devices.views.devices import attribute_rows, capacity_rows, pretty_json
-from portal.charts import time_range
-from portal.htmx import render_list, render_page, wants_fragment
+from toolkit.charts import time_range
+from toolkit.htmx import render_list, render_page, wants_fragment
 
 __all__ = ["node_detail", "node_list"]
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from devices.models import Device, DeviceTelemetry, TelemetrySource
 from devices.telemetry.reads import STALE_AFTER
-from portal.htmx import render_page
+from toolkit.htmx import render_page
 
 __all__ = ["telemetry_sources"]
 

@@ -14,7 +14,7 @@ from devices.telemetry.reads import is_stale, shows_simulated
 from devices.topology import Holders, Reading, node_topology
 from devices.topology_drawing import draw
 from devices.topology_svg import render_svg
-from portal.htmx import render_page
+from toolkit.htmx import render_page
 
 __all__ = ["node_topology_page"]
 

@@ -1,5 +1,5 @@
 """Bearer-token authentication for automation (``Authorization: Bearer drap_…``), and the
-address rate of requests without valid credentials (``portal.api.throttling``)."""
+address rate of requests without valid credentials (``toolkit.api.throttling``)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from portal.api.throttling import charge_unauthenticated
 from portal.models import ApiToken
 from portal.models.api_tokens import hash_token
+from toolkit.api.throttling import charge_unauthenticated
 
 __all__ = ["ApiTokenAuthentication", "UnauthenticatedRequests"]
 
@@ -60,7 +60,7 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
 class UnauthenticatedRequests(authentication.BaseAuthentication):
     """The last authentication class: authenticates nobody, and charges a request that no
     class before it authenticated to its address's rate (429 beyond it). See
-    ``portal.api.throttling`` for why this happens during authentication."""
+    ``toolkit.api.throttling`` for why this happens during authentication."""
 
     def authenticate(self, request: Request) -> None:
         view = (getattr(request, "parser_context", None) or {}).get("view")

@@ -9,15 +9,15 @@ from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from portal.durations import DurationError, iso_duration
 from portal.forms import read_duration
 from portal.models import AuditEvent, Membership, Quota, Tenant
-from portal.quantities import MAX_BYTES, QuantityError, format_bytes, parse_bytes
 from portal.services.tenants import (
     MAX_NAMESPACES_PER_TENANT,
     QUOTA_FIELDS,
     cluster_device_class_names,
 )
+from toolkit.durations import DurationError, iso_duration
+from toolkit.quantities import MAX_BYTES, QuantityError, format_bytes, parse_bytes
 
 __all__ = [
     "AuditEventSerializer",

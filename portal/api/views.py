@@ -24,8 +24,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.access import get_tenant_for_user
-from portal.api.errors import Conflict
-from portal.api.permissions import ReadForMembersWriteForStaff
 from portal.api.serializers import (
     AuditEventSerializer,
     CurrentUserSerializer,
@@ -38,6 +36,8 @@ from portal.api.serializers import (
 from portal.filtersets import AuditEventFilterSet, QuotaFilterSet, TenantFilterSet
 from portal.models import AuditEvent, Membership, Quota, Tenant
 from portal.services import tenants as tenant_services
+from toolkit.api.errors import Conflict
+from toolkit.api.permissions import ReadForMembersWriteForStaff
 
 __all__ = ["AuditEventViewSet", "CurrentUserView", "QuotaViewSet", "TenantViewSet"]
 

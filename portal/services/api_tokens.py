@@ -11,10 +11,10 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from portal.durations import format_duration
 from portal.models import ApiToken, AuditEvent, Tenant
 from portal.models.api_tokens import generate_token, hash_token
 from portal.services.audit import record_event
+from toolkit.durations import format_duration
 
 __all__ = [
     "IssuedToken",

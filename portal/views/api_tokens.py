@@ -10,9 +10,9 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from portal.forms import ApiTokenForm
-from portal.htmx import render_page
 from portal.models import ApiToken
 from portal.services.api_tokens import issue_api_token, revoke_api_token, token_policy
+from toolkit.htmx import render_page
 
 __all__ = ["apitoken_list", "apitoken_revoke"]
 

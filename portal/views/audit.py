@@ -19,9 +19,9 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from portal.filtersets import AuditEventFilterSet
-from portal.htmx import render_list
 from portal.models import AuditEvent, Tenant
 from portal.tables import AuditLogTable, object_type_name
+from toolkit.htmx import render_list
 
 __all__ = ["CSV_COLUMNS", "auditevent_export", "auditevent_list", "csv_safe"]
 

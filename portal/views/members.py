@@ -14,9 +14,9 @@ from django.shortcuts import redirect, render
 
 from portal.access import get_tenant_for_user
 from portal.forms import MemberAddForm, MemberRoleForm, add_service_errors
-from portal.htmx import render_page, wants_fragment
 from portal.models import Membership, Tenant
 from portal.services import tenants as tenant_services
+from toolkit.htmx import render_page, wants_fragment
 
 __all__ = ["member_edit", "member_list", "member_remove"]
 

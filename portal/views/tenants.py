@@ -15,10 +15,10 @@ from django_tables2 import RequestConfig
 from portal.access import get_tenant_for_user
 from portal.filtersets import TenantFilterSet
 from portal.forms import NamespacesForm, TenantCreateForm, TenantSettingsForm, add_service_errors
-from portal.htmx import render_page
 from portal.models import AuditEvent, Tenant
 from portal.services import tenants as tenant_services
 from portal.tables import AuditEventTable, TenantTable
+from toolkit.htmx import render_page
 
 __all__ = ["tenant_create", "tenant_detail", "tenant_edit", "tenant_list", "tenant_namespaces"]
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from claims.models import ClaimRequest
+from demo.data import seed_governance
 from devices.models import Device, TelemetrySource
 from devices.telemetry.ingest import ingest_source
-from home.demo_data import seed_governance
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -12,10 +12,10 @@ import pytest
 from django.utils import timezone
 
 from claims.usage.idle import sweep_idle_claims
+from harness.fixtures import fixture_objects
 from mirror.store import load
 from portal.models import IdlePolicy
 from tests.claims.idle_helpers import OTHER_CLAIM, TEAM_A_CLAIM, utilisation
-from tests.mirror.conftest import fixture_objects
 
 HOUR = datetime.timedelta(hours=1)
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from claims.requests.services import submit_request
-from home.demo_data import DEMO_PENDING
+from demo.data import DEMO_PENDING
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

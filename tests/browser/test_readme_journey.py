@@ -17,8 +17,8 @@ import pytest
 from django.core import mail
 
 from claims.models import ClaimRequest, ResourceClaim
-from home.demo_data import H100_SELECTOR, seed_governance
-from home.scheduler import start_simulated_scheduler
+from demo.data import H100_SELECTOR, seed_governance
+from demo.scheduler import start_simulated_scheduler
 from kube.kinds import Kind
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

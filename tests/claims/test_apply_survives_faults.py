@@ -18,13 +18,13 @@ import pytest
 from apiemulator import Emulator
 from apiemulator.faults import Fault
 from claims.models import REQUEST_ID_LABEL
+from harness.fixtures import fixture_objects
+from harness.stack import Stack, fetch, missing_redis_server, on_loopback, signed_in, wait_for
 from kube.client import Cluster
 from kube.config import ClusterConfig
 from kube.kinds import Kind
 from mirror.mapping import MIRRORED_KINDS
 from mirror.store import MODELS
-from tests.mirror.conftest import fixture_objects
-from tests.stack import Stack, fetch, missing_redis_server, on_loopback, signed_in, wait_for
 
 pytestmark = pytest.mark.slow
 

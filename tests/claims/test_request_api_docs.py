@@ -15,7 +15,7 @@ from claims.models import ClaimRequest
 pytestmark = pytest.mark.django_db
 DOC = Path(__file__).resolve().parents[2] / "docs" / "claim-requests-api.md"
 REQUESTS = "/api/v1/claim-requests/"
-# Declared by every operation (portal/api/schema.py); documented once, in docs/security.md.
+# Declared by every operation (toolkit/api/schema.py); documented once, in docs/security.md.
 EVERYWHERE = {"401", "405", "406", "413", "429", "503"}
 OPERATIONS = [
     ("/api/v1/claim-requests/", "post"),

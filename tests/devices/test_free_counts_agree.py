@@ -32,13 +32,13 @@ from dra.allocator import build_cluster
 from dra.allocator.availability import Holding, State, device_availability
 from dra.features import PORTAL_FEATURES
 from dra.model import parse_allocated_results, parse_claim, parse_slice
+from harness.fixtures import fixture_objects
 from kube.client import Cluster
 from kube.config import ClusterConfig
 from kube.kinds import Kind
 from mirror.classes import refresh_class_matches
 from tests.conftest import _resync
 from tests.devices.cluster_data import allocated_claim
-from tests.mirror.conftest import fixture_objects
 
 DRIVER = "gpu.example.com"
 TAG = "dra.test/id"  # a unique attribute on every device, for claims naming exactly one

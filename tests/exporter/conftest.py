@@ -10,7 +10,7 @@ import pytest
 
 from exporter.nvml import NvmlReader
 from exporter.server import ExporterServer
-from tests.exporter.fake_nvml import FakeNvml, mixed_node
+from harness.fake_nvml import FakeNvml, mixed_node
 
 HOSTNAME = "gpu-node-01"
 PROC_ROOT = Path(__file__).resolve().parent / "proc"

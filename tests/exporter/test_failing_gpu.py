@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from exporter.nvml import NvmlReader
-from tests.exporter.fake_nvml import NVML_ERROR_GPU_IS_LOST, NVML_ERROR_UNKNOWN, FakeNvml
+from harness.fake_nvml import NVML_ERROR_GPU_IS_LOST, NVML_ERROR_UNKNOWN, FakeNvml
 
 
 def test_a_lost_gpu_is_reported_and_the_others_are_read(reader: NvmlReader) -> None:

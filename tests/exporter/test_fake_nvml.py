@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from tests.exporter.fake_nvml import FakeNvml
+from harness.fake_nvml import FakeNvml
 
 CONSTANTS = [
     "NVML_ERROR_UNINITIALIZED",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from exporter.nvml import NvmlReader
-from tests.exporter.fake_nvml import FakeNvml
+from harness.fake_nvml import FakeNvml
 from tests.exporter.loopback import get
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from exporter.nvml import NvmlReader
+from harness.fake_nvml import NVML_ERROR_DRIVER_NOT_LOADED, FakeNvml, mixed_node
 from tests.exporter.conftest import HOSTNAME, PROC_ROOT, FakeClock
-from tests.exporter.fake_nvml import NVML_ERROR_DRIVER_NOT_LOADED, FakeNvml, mixed_node
 from tests.exporter.loopback import get
 
 

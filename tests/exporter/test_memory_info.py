@@ -4,8 +4,8 @@ reserve, the reserve on its own), falling back to version 1 where the driver has
 from __future__ import annotations
 
 from exporter.nvml import NvmlReader
+from harness.fake_nvml import FakeNvml, h200_capture
 from tests.exporter.conftest import FakeClock
-from tests.exporter.fake_nvml import FakeNvml, h200_capture
 from tests.exporter.test_not_supported import series
 
 

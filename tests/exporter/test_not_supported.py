@@ -8,7 +8,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.nvml import NvmlReader
 from exporter.server import make_registry
-from tests.exporter.fake_nvml import FakeNvml
+from harness.fake_nvml import FakeNvml
 
 
 def series(reader: NvmlReader) -> dict[str, list[dict[str, str]]]:

@@ -16,8 +16,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.nvml import NvmlReader
+from harness.fake_nvml import h200_capture
 from tests.exporter.conftest import PROC_ROOT
-from tests.exporter.fake_nvml import h200_capture
 from tests.exporter.loopback import get
 
 CAPTURE = Path(__file__).resolve().parent / "golden" / "h200-driver-580"

@@ -4,8 +4,8 @@ readings are made on every scrape."""
 from __future__ import annotations
 
 from exporter.nvml import NvmlReader
+from harness.fake_nvml import FakeNvml
 from tests.exporter.conftest import FakeClock
-from tests.exporter.fake_nvml import FakeNvml
 
 SLOW_CALLS = [
     "nvmlDeviceGetName",

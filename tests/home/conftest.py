@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from apiemulator import Emulator
-from home.scheduler import Scheduler
+from demo.scheduler import Scheduler
 from kube.client import Cluster
 from kube.config import ClusterConfig
 

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from claims.models import ClassPolicy
-from home.management.commands import demo
+from demo.management.commands import demo
 from portal.celery import app
 
 

@@ -11,7 +11,7 @@ from claims.requests.approvals import approve_request
 from claims.requests.quota import format_gib
 from claims.requests.services import submit_request
 from claims.requests.specs import ClaimInput
-from home.demo_data import H100_SELECTOR, seed_governance
+from demo.data import H100_SELECTOR, seed_governance
 from portal.models import Tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management.base import CommandError
 
-from home.management.commands.demo import Command
+from demo.management.commands.demo import Command
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ import pytest
 
 from apiemulator import Emulator, Fault
 from claims.models import RESERVATION_FINALIZER, SIMULATED_SCHEDULER_ANNOTATION
-from home.scheduler import DELETE_PROTECTION, POD_CLAIM_NAME, Scheduler
+from demo.scheduler import DELETE_PROTECTION, POD_CLAIM_NAME, Scheduler
 from kube.client import Cluster
 from kube.errors import NotFound
 from kube.kinds import Kind

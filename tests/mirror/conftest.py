@@ -2,31 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from apiemulator import Emulator
+from harness.fixtures import fixture_objects
 from kube.client import Cluster
 from kube.config import ClusterConfig
 from kube.kinds import Kind
 from mirror.mapping import normalized
 from mirror.reflector import Reflector
 from mirror.store import MODELS
-
-FIXTURES = Path(__file__).resolve().parents[2] / "devices" / "fixtures"
-
-
-def fixture_objects() -> list[dict[str, Any]]:
-    return [
-        item
-        for path in sorted(FIXTURES.glob("*.json"))
-        for item in json.loads(path.read_text())["items"]
-    ]
 
 
 @pytest.fixture

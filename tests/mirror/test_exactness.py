@@ -17,6 +17,7 @@ import time
 import pytest
 from django.db import connection
 
+from harness.fixtures import fixture_objects
 from kube.client import Cluster
 from kube.config import ClusterConfig
 from kube.errors import Conflict, NotFound, Unavailable
@@ -24,7 +25,7 @@ from kube.kinds import Kind
 from mirror.models import MirrorStatus
 from mirror.reflector import Reflector
 from mirror.states import refresh_all_states
-from tests.mirror.conftest import cluster_state, fixture_objects, mirror_state
+from tests.mirror.conftest import cluster_state, mirror_state
 
 KINDS = [Kind.RESOURCE_SLICES, Kind.DEVICE_CLASSES, Kind.RESOURCE_CLAIMS]
 OPERATIONS = 1000

@@ -15,13 +15,14 @@ from django.utils import timezone
 
 from apiemulator import Emulator
 from claims.models import ResourceClaim
+from harness.fixtures import fixture_objects
 from kube.client import Cluster
 from kube.config import ClusterConfig
 from kube.errors import ResourceVersionTooLarge, Unavailable, Unreachable
 from kube.kinds import Kind
 from mirror.models import MirrorStatus
 from mirror.reflector import Backoff, Reflector
-from tests.mirror.conftest import cluster_state, fixture_objects, mirror_state
+from tests.mirror.conftest import cluster_state, mirror_state
 
 pytestmark = pytest.mark.django_db
 

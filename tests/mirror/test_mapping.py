@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from harness.fixtures import fixture_objects
 from kube.kinds import Kind
 from mirror.mapping import map_object
-from tests.mirror.conftest import fixture_objects
 
 KIND_OF = {
     "ResourceSlice": Kind.RESOURCE_SLICES,

@@ -12,13 +12,14 @@ from claims.lifecycle.transitions import CLAIM_DELETED_REASON, CLUSTER_REPLACED_
 from claims.models import ClaimRequest, ClassPolicy, ResourceClaim
 from claims.requests.services import submit_request
 from claims.requests.specs import ClaimInput
+from harness.fixtures import fixture_objects
 from kube.client import Cluster
 from kube.config import ClusterConfig
 from kube.kinds import Kind
 from mirror.following import follow_requests, sync_requests
 from mirror.reflector import Reflector
 from portal.models import AuditEvent
-from tests.mirror.conftest import fixture_objects, watch_claims
+from tests.mirror.conftest import watch_claims
 
 pytestmark = pytest.mark.django_db(transaction=True)
 State = ClaimRequest.State

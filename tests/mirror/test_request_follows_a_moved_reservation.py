@@ -13,7 +13,7 @@ from django.utils import timezone
 from claims.models import AllocationRecord, ClaimRequest, ClassPolicy, ResourceClaim
 from claims.requests.services import submit_request
 from claims.requests.specs import ClaimInput
-from home.scheduler import Scheduler
+from demo.scheduler import Scheduler
 from kube.client import Cluster
 from kube.config import ClusterConfig
 from kube.kinds import Kind

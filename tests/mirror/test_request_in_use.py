@@ -8,7 +8,7 @@ import pytest
 from claims.models import ClaimRequest
 from claims.requests.services import submit_request
 from claims.requests.specs import ClaimInput
-from home.scheduler import Scheduler
+from demo.scheduler import Scheduler
 from kube.client import Cluster
 from kube.config import ClusterConfig
 from kube.kinds import Kind

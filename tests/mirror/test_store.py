@@ -8,9 +8,9 @@ import pytest
 
 from claims.models import ResourceClaim
 from devices.models import Device, ResourceSlice
+from harness.fixtures import fixture_objects
 from kube.kinds import Kind
 from mirror.store import apply_events, delete_missing, load
-from tests.mirror.conftest import fixture_objects
 
 
 def h100_slice() -> dict:

@@ -11,12 +11,12 @@ import pytest
 
 from apiemulator import Emulator
 from devices.models import Node
+from harness.fixtures import fixture_objects
 from kube.client import Cluster
 from kube.config import ClusterConfig
 from kube.kinds import Kind
 from mirror.models import MirrorStatus
 from mirror.reflector import Reflector
-from tests.mirror.conftest import fixture_objects
 from tests.pki import FIRST, SECOND
 
 pytestmark = pytest.mark.django_db

@@ -15,14 +15,14 @@ import pytest
 import redis
 
 from apiemulator import Emulator
+from harness.fixtures import fixture_objects
+from harness.stack import Stack, fetch, free_port, missing_redis_server, on_loopback, wait_for
 from kube.client import Cluster
 from kube.config import ClusterConfig
 from kube.kinds import Kind
 from mirror.mapping import MIRRORED_KINDS
 from mirror.models import MirrorStatus
 from mirror.store import MODELS
-from tests.mirror.conftest import fixture_objects
-from tests.stack import Stack, fetch, free_port, missing_redis_server, on_loopback, wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -10,9 +10,9 @@ import threading
 import pytest
 from django.db import connection, connections, transaction
 
+from harness.fixtures import fixture_objects
 from kube.kinds import Kind
 from mirror.store import _DEVICE_WRITES_LOCK, apply_events
-from tests.mirror.conftest import fixture_objects
 
 
 @pytest.fixture

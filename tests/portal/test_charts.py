@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import re
 
-from portal.charts import DEFAULT_RANGE, RANGES, Series, line_chart, time_range
+from toolkit.charts import DEFAULT_RANGE, RANGES, Series, line_chart, time_range
 
 NOW = datetime.datetime(2026, 11, 26, 12, 0, tzinfo=datetime.UTC)
 FIVE = datetime.timedelta(minutes=5)

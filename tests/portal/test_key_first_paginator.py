@@ -8,10 +8,10 @@ from django.core.paginator import Paginator
 from django.test import RequestFactory
 from django_tables2 import RequestConfig
 
-from portal.htmx import KeyFirstPaginator
 from portal.models import Tenant
 from portal.tables import TenantTable
 from tests.factories import TenantFactory
+from toolkit.htmx import KeyFirstPaginator
 
 pytestmark = pytest.mark.django_db
 

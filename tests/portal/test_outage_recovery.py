@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from apiemulator import Emulator
-from tests.mirror.conftest import fixture_objects
-from tests.stack import (
+from harness.fixtures import fixture_objects
+from harness.stack import (
     Postgres,
     Redis,
     Stack,

@@ -7,9 +7,9 @@ import datetime as dt
 
 import pytest
 
-from portal.durations import DurationError, format_duration, iso_duration, parse_duration
 from portal.models import Quota
-from portal.quantities import QuantityError, format_bytes, parse_bytes
+from toolkit.durations import DurationError, format_duration, iso_duration, parse_duration
+from toolkit.quantities import QuantityError, format_bytes, parse_bytes
 
 GIB = 2**30
 

@@ -13,7 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 
 from claims.capacity.fragmentation import MAX_FITS, class_grids
 from claims.capacity.fragmentation_reads import cluster_advice, is_known_node, node_advice
-from portal.htmx import render_page
+from toolkit.htmx import render_page
 
 __all__ = ["fragmentation", "fragmentation_node"]
 

@@ -40,9 +40,9 @@ from claims.requests.approvals import (
 from claims.requests.quota import ClassUsage, judge_quota, tenant_usage
 from claims.requests.specs import SpecErrors
 from claims.tables import request_state_badge
-from portal.durations import format_duration
-from portal.htmx import render_page, wants_fragment
 from portal.models import Quota, Tenant
+from toolkit.durations import format_duration
+from toolkit.htmx import render_page, wants_fragment
 
 __all__ = ["approval_approve", "approval_count", "approval_deny", "approval_list"]
 

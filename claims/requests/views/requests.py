@@ -23,9 +23,9 @@ from claims.requests.services import default_lease, release_request, renew_reque
 from claims.requests.specs import PRESETS, SpecErrors
 from claims.tables import ClaimRequestTable, request_state_badge
 from devices.models import Pod
-from portal.durations import format_duration, parse_duration
-from portal.htmx import render_list, render_page, wants_fragment
 from portal.models import AuditEvent, Quota, Tenant
+from toolkit.durations import format_duration, parse_duration
+from toolkit.htmx import render_list, render_page, wants_fragment
 
 __all__ = [
     "claimrequest_detail",

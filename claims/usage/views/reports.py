@@ -28,7 +28,7 @@ from claims.usage.reports import (
     csv_rows,
     resolve_period,
 )
-from portal.htmx import render_page
+from toolkit.htmx import render_page
 
 __all__ = ["ReportForm", "allocation_report", "bar_chart"]
 

@@ -18,7 +18,7 @@ from claims.usage.sharing import (
     devices_with_several_allocations,
     sharing_settings,
 )
-from portal.htmx import render_page
+from toolkit.htmx import render_page
 
 __all__ = ["sharing"]
 

@@ -14,9 +14,9 @@ from django.utils.dateparse import parse_datetime
 from devices.models import Device, DeviceTelemetry, TelemetrySource
 from devices.telemetry.ingest import ingest_source
 from exporter.nvml import NvmlReader
+from harness.fake_nvml import H200_UUID, h200_capture
 from mirror.store import load
 from tests.exporter.conftest import serve  # noqa: F401 - a fixture: starts an exporter
-from tests.exporter.fake_nvml import H200_UUID, h200_capture
 
 CAPTURE = Path(__file__).resolve().parents[2] / "exporter" / "golden" / "h200-driver-580"
 

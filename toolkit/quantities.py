@@ -1,5 +1,5 @@
 """Device memory as people and the API write it: Kubernetes quantities (``640Gi``, ``80G``),
-stored as whole bytes. The counterpart of ``portal.durations`` for memory."""
+stored as whole bytes. The counterpart of ``toolkit.durations`` for memory."""
 
 from __future__ import annotations
 

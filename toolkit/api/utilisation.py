@@ -1,5 +1,5 @@
 """The utilisation endpoints' shared parts: the ``range`` parameter (the pages' time ranges,
-``portal.charts``), its OpenAPI description, and the response every one of them gives."""
+``toolkit.charts``), its OpenAPI description, and the response every one of them gives."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from portal.charts import DEFAULT_RANGE, RANGES, TimeRange
+from toolkit.charts import DEFAULT_RANGE, RANGES, TimeRange
 
 __all__ = [
     "RANGE_PARAMETER",

@@ -3,7 +3,7 @@
 Seeds the demo personas; unless a real cluster is configured (``KUBE_API_SERVER`` or
 ``KUBECONFIG``), starts the API emulator loaded with ``devices/fixtures`` (two DGX H100, a DGX
 A100 with MIG partitions, the dra-example-driver node, a legacy device-plugin node, their
-classes and claims) with the simulated scheduler that places its pods (``home/scheduler.py``);
+classes and claims) with the simulated scheduler that places its pods (``demo/scheduler.py``);
 starts one watcher thread per kind, the beat's lifecycle tasks in a thread, and a simulated
 telemetry source (readings labelled *simulated* everywhere); then serves the portal.
 """
@@ -24,10 +24,10 @@ from django.db import close_old_connections
 from claims.requests.specs import SpecErrors
 from claims.usage.idle import sweep_idle_claims
 from claims.usage.utilisation import roll_up_usage
+from demo.data import DEMO_CLASS_POLICIES, DEMO_PENDING, seed_class_policies, seed_governance
+from demo.scheduler import start_simulated_scheduler
 from devices.models import Device, DeviceClass, TelemetrySource
 from devices.telemetry.ingest import backfill_simulated_history, ingest_source, prune, roll_up
-from home.demo_data import DEMO_CLASS_POLICIES, DEMO_PENDING, seed_class_policies, seed_governance
-from home.scheduler import start_simulated_scheduler
 from mirror.watchers import start_watchers
 from portal.celery import start_embedded_beat
 
@@ -77,7 +77,7 @@ class Command(BaseCommand):
             # The emulator has no kube-scheduler: without this, claims stay unallocated.
             start_simulated_scheduler(server, stop)
             self.stdout.write(
-                "The demo cluster's scheduler is simulated: home/scheduler.py allocates claims "
+                "The demo cluster's scheduler is simulated: demo/scheduler.py allocates claims "
                 "with the portal's allocator and binds pods (not a real kube-scheduler)."
             )
         start_watchers(stop)
@@ -105,7 +105,7 @@ class Command(BaseCommand):
         self.stdout.write(f"Allocation modes by device class ({modes}); others: scheduler.")
 
     def _seed_governance(self, stop: threading.Event) -> None:
-        """Once the mirror holds the device classes: ``home.demo_data.seed_governance``
+        """Once the mirror holds the device classes: ``demo.data.seed_governance``
         (team-a's backstop, bob's request waiting for alice)."""
         for _ in range(120):
             if stop.is_set():

@@ -316,7 +316,7 @@ class Stack:
         self.manage("seed_demo")
         self.token = self.shell(
             "from django.contrib.auth.models import User\n"
-            "from home.demo_data import seed_class_policies\n"
+            "from demo.data import seed_class_policies\n"
             "from portal.services.api_tokens import issue_api_token\n"
             "seed_class_policies()\n"
             "bob = User.objects.get(username='bob')\n"

@@ -24,8 +24,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
-from portal.api.filters import single_value
-from portal.paging import keys_first
+from toolkit.api.filters import single_value
+from toolkit.paging import keys_first
 
 __all__ = [
     "KeysetPagination",

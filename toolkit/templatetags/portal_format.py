@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from django import template
 
-from portal.durations import format_duration
-from portal.quantities import format_bytes, format_bytes_roughly
+from toolkit.durations import format_duration
+from toolkit.quantities import format_bytes, format_bytes_roughly
 
 register = template.Library()
 

@@ -16,7 +16,7 @@ from django_tables2 import RequestConfig, Table
 from django_tables2.data import TableQuerysetData
 from django_tables2.rows import BoundRows
 
-from portal.paging import keys_first
+from toolkit.paging import keys_first
 
 __all__ = [
     "DEFAULT_PER_PAGE",
@@ -95,7 +95,7 @@ def _style_filter_form(filterset: FilterSet) -> None:
 
 class KeyFirstPaginator(Paginator):
     """Pages a queryset-backed table by finding the page's primary keys first, in the table's
-    order, then reading those rows (:func:`portal.paging.keys_first`), still one query."""
+    order, then reading those rows (:func:`toolkit.paging.keys_first`), still one query."""
 
     def page(self, number: Any) -> Any:
         number = self.validate_number(number)

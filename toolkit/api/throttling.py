@@ -12,7 +12,7 @@ with ``Retry-After`` instead of 401. Valid credentials are never charged to the 
 Rates are read from ``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]`` on each request (DRF's own
 throttles read them once, at import), so settings and tests can change them; ``None`` turns
 one off. Counters live in the default cache: Redis in production, shared by every worker.
-Addresses come from :func:`portal.client_address.client_address` (``TRUSTED_PROXY_COUNT``).
+Addresses come from :func:`toolkit.client_address.client_address` (``TRUSTED_PROXY_COUNT``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 from rest_framework import exceptions, throttling
 from rest_framework.settings import api_settings
 
-from portal.client_address import client_address
+from toolkit.client_address import client_address
 
 __all__ = ["UnauthenticatedRateThrottle", "UserRateThrottle", "charge_unauthenticated"]
 

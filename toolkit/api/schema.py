@@ -3,7 +3,7 @@
 Every operation may answer 400 (bad query or body), 401 (no credentials), 403, 404, 405,
 406 (an ``Accept`` it cannot serve), 413 (body over the limit), 415 (a body it cannot parse,
 for operations that take one), 429 (throttled) and 503 (the database or Redis away); each
-with the body of ``portal.api.errors``. Added by a postprocessing hook so that no view can
+with the body of ``toolkit.api.errors``. Added by a postprocessing hook so that no view can
 forget them; an error response a view declares itself (a 409, say, with its own description
 and examples) gets the same body.
 """

@@ -1,5 +1,5 @@
 """``{% utilisation_chart span title target "GPU" points "Memory" points %}``: a time-range
-picker, a server-drawn line chart (``portal.charts``) of one or more series of percentages, its
+picker, a server-drawn line chart (``toolkit.charts``) of one or more series of percentages, its
 legend, and an empty state. ``target`` is the id of the element the picker's links refresh
 (with htmx; plain links without it)."""
 
@@ -10,7 +10,7 @@ from typing import Any
 from django import template
 from django.utils import timezone
 
-from portal.charts import RANGES, Series, TimeRange, line_chart
+from toolkit.charts import RANGES, Series, TimeRange, line_chart
 
 register = template.Library()
 
