@@ -33,7 +33,7 @@ from rest_framework.views import APIView
 
 from claims.access import get_claim_for_user, get_request_for_user
 from claims.filtersets import ClaimRequestFilterSet, ResourceClaimFilterSet
-from claims.models import REQUEST_ID_LABEL, ClaimRequest, ResourceClaim, UsageRollup
+from claims.models import ClaimRequest, ResourceClaim, UsageRollup
 from claims.requests.approvals import approve_request, deny_request, may_decide
 from claims.requests.fit import would_it_fit
 from claims.requests.quota import quota_report
@@ -174,7 +174,7 @@ def mirrored_claims(requests: Iterable[ClaimRequest]) -> dict[Any, ResourceClaim
     claims = {}
     for claim in found:
         for claim_request in by_name.get((claim.namespace, claim.name), []):
-            if claim.labels.get(REQUEST_ID_LABEL) == str(claim_request.pk):
+            if claim_request.made(claim.labels):
                 claims[claim_request.pk] = claim
     return claims
 

@@ -24,7 +24,7 @@ from django.utils import timezone
 from claims.capacity.index import Placement, index
 from claims.lifecycle.manifest import manifest
 from claims.lifecycle.transitions import Move, transition
-from claims.models import REQUEST_ID_LABEL, AllocationMode, ClaimRequest
+from claims.models import AllocationMode, ClaimRequest
 from claims.signals import request_applied
 from kube.errors import AlreadyExists, ClusterError, Unavailable
 from kube.kinds import Kind
@@ -56,7 +56,7 @@ def _ensure_object(cluster: Any, request: ClaimRequest) -> dict[str, Any] | None
     except AlreadyExists:
         found = cluster.get(kind, request.name, request.namespace)
         labels = (found.get("metadata") or {}).get("labels") or {}
-        return found if labels.get(REQUEST_ID_LABEL) == str(request.pk) else None
+        return found if request.made(labels) else None
 
 
 def _choose(request: ClaimRequest) -> Placement:

@@ -44,12 +44,8 @@ def verify_reservation(request_id: str) -> str:
     keys = Placement(allocation=request.allocation).keys
     others = [
         row
-        for row in AllocatedDevice.objects.filter(
-            admin_access=False, share_id="", device_name__in={k[2] for k in keys}
-        )
-        .exclude(claim__namespace=request.namespace, claim__name=request.name)
-        .values_list("driver", "pool", "device_name", "claim__namespace", "claim__name")
-        if row[:3] in keys
+        for row in AllocatedDevice.objects.holders_of(keys)
+        if row[3:] != (request.namespace, request.name)
     ]
     if not others:
         return "ok"
@@ -137,10 +133,8 @@ def conflicted_reservations() -> list[str]:
     if not owners:
         return []
     conflicted = set()
-    for *key, namespace, name in AllocatedDevice.objects.filter(
-        admin_access=False, share_id="", device_name__in={key[2] for key in owners}
-    ).values_list("driver", "pool", "device_name", "claim__namespace", "claim__name"):
-        owner = owners.get((key[0], key[1], key[2]))
-        if owner is not None and (namespace, name) != owner[1:]:
+    for driver, pool, device, namespace, name in AllocatedDevice.objects.holders_of(owners):
+        owner = owners[(driver, pool, device)]
+        if (namespace, name) != owner[1:]:
             conflicted.add(owner[0])
     return sorted(conflicted)

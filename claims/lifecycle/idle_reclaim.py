@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime
 import logging
-import uuid
 from typing import Any
 
 from django.db import transaction
@@ -26,7 +25,7 @@ from django.utils import timezone
 from claims.lifecycle.apply import Retry
 from claims.lifecycle.release import release_request
 from claims.lifecycle.transitions import Move, transition
-from claims.models import REQUEST_ID_LABEL, ClaimIdleness, ClaimRequest
+from claims.models import ClaimIdleness, ClaimRequest
 from claims.signals import claim_reclaimed
 from claims.usage.idle import IDLE_RECLAIM_REASON, claim_owner
 from kube.client import Cluster
@@ -120,10 +119,8 @@ def _reclaim(cluster: Cluster, idleness: ClaimIdleness, now: datetime.datetime) 
 
 def _end_request(found: dict[str, Any]) -> None:
     """The portal's request for the claim, if any, ends (released, its finalizer lifted)."""
-    request_id = ((found.get("metadata") or {}).get("labels") or {}).get(REQUEST_ID_LABEL)
-    if not request_id:
-        return
-    request = ClaimRequest.objects.filter(pk=request_id).first() if _is_uuid(request_id) else None
+    request_id = ClaimRequest.request_id_in((found.get("metadata") or {}).get("labels"))
+    request = ClaimRequest.objects.filter(pk=request_id).first() if request_id else None
     if request is None or not request.is_active:
         return
     if request.state != State.RELEASING:
@@ -137,14 +134,6 @@ def _end_request(found: dict[str, Any]) -> None:
     except Retry as error:
         # The claim is deleting already; the resume beat task finishes the request.
         log.warning("Releasing request %s after idle reclaim waits: %s", request.pk, error)
-
-
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True
 
 
 def _mark_reclaimed(idleness: ClaimIdleness, now: datetime.datetime) -> None:

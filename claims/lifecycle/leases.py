@@ -1,7 +1,9 @@
-"""Leases: the longest a request may hold its devices, and their end."""
+"""Leases: the longest a request may hold its devices (the one rule: the quota's
+``max_lease``), and their end."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.utils import timezone
@@ -10,8 +12,22 @@ from claims.lifecycle.tasks import release_claim_request
 from claims.lifecycle.transitions import Move, transition
 from claims.models import ClaimRequest
 from portal.celery import enqueue_on_commit
+from portal.models import Quota
 
-__all__ = ["expire_leases"]
+__all__ = ["exceeded_longest", "expire_leases", "longest_lease"]
+
+
+def longest_lease(quota: Quota | None) -> timedelta | None:
+    """The longest lease a request of the quota's class may hold (None: no limit)."""
+    return quota.max_lease if quota is not None else None
+
+
+def exceeded_longest(quota: Quota | None, lease: timedelta | None) -> timedelta | None:
+    """The quota's longest lease when ``lease`` is longer than it; None when it is within."""
+    longest = longest_lease(quota)
+    if lease is None or longest is None or lease <= longest:
+        return None
+    return longest
 
 
 def expire_leases(now: Any = None) -> int:

@@ -9,7 +9,7 @@ from claims.capacity.index import index
 from claims.lifecycle.apply import Retry
 from claims.lifecycle.manifest import manifest
 from claims.lifecycle.transitions import Move, transition
-from claims.models import REQUEST_ID_LABEL, RESERVATION_FINALIZER, ClaimRequest
+from claims.models import RESERVATION_FINALIZER, ClaimRequest
 from kube.errors import Conflict, NotFound, Unavailable
 from portal.cluster import connected
 
@@ -31,7 +31,7 @@ def release_request(request_id: str) -> str:
             except NotFound:
                 found = None
             labels = ((found or {}).get("metadata") or {}).get("labels") or {}
-            if found is not None and labels.get(REQUEST_ID_LABEL) == str(request.pk):
+            if found is not None and request.made(labels):
                 finalizers = found["metadata"].get("finalizers") or []
                 if RESERVATION_FINALIZER in finalizers:
                     kept = [f for f in finalizers if f != RESERVATION_FINALIZER]

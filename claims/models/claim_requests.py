@@ -9,6 +9,7 @@ idempotent (a retry finds the claim it made) and the mirror can tell the portal'
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -26,6 +27,16 @@ __all__ = ["ClaimRequest", "ClaimRequestQuerySet", "REQUEST_ID_LABEL", "RESERVAT
 
 REQUEST_ID_LABEL = "dra-portal.io/request-id"
 RESERVATION_FINALIZER = "dra-portal.io/reservation"
+# The states of a live request, written once: ``ClaimRequest.ACTIVE_STATES`` and the
+# one-live-request-per-name constraint both read this.
+ACTIVE_STATE_VALUES = (
+    "pending_approval",
+    "submitted",
+    "allocating",
+    "applied",
+    "in_use",
+    "releasing",
+)
 
 
 class ClaimRequestQuerySet(models.QuerySet["ClaimRequest"]):
@@ -72,14 +83,7 @@ class ClaimRequest(models.Model):
         CLAIM = "claim", "One claim, shared by the pods that reference it"
         TEMPLATE = "template", "A template: one claim per pod"
 
-    ACTIVE_STATES = (
-        State.PENDING_APPROVAL,
-        State.SUBMITTED,
-        State.ALLOCATING,
-        State.APPLIED,
-        State.IN_USE,
-        State.RELEASING,
-    )
+    ACTIVE_STATES = tuple(map(State, ACTIVE_STATE_VALUES))
     ENDED_STATES = (State.RELEASED, State.EXPIRED, State.FAILED, State.DENIED, State.WITHDRAWN)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -161,16 +165,7 @@ class ClaimRequest(models.Model):
             # One live request per claim name: a name frees up when its request ends.
             models.UniqueConstraint(
                 fields=["namespace", "name"],
-                condition=models.Q(
-                    state__in=[
-                        "pending_approval",
-                        "submitted",
-                        "allocating",
-                        "applied",
-                        "in_use",
-                        "releasing",
-                    ]
-                ),
+                condition=models.Q(state__in=list(ACTIVE_STATE_VALUES)),
                 name="one_active_request_per_claim_name",
             ),
             models.UniqueConstraint(
@@ -220,3 +215,20 @@ class ClaimRequest(models.Model):
 
     def labels(self) -> dict[str, Any]:
         return {REQUEST_ID_LABEL: str(self.pk)}
+
+    def made(self, labels: Mapping[str, Any] | None) -> bool:
+        """Whether an object with these labels was made for this request (the one check of
+        the request-id label)."""
+        return ClaimRequest.request_id_in(labels) == str(self.pk)
+
+    @staticmethod
+    def request_id_in(labels: Mapping[str, Any] | None) -> str | None:
+        """The id of the portal request an object with these labels was made for; None for
+        objects made outside the portal (or labelled with something that is no request id)."""
+        value = (labels or {}).get(REQUEST_ID_LABEL)
+        if not isinstance(value, str):
+            return None
+        try:
+            return str(uuid.UUID(value))
+        except ValueError:
+            return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 
 from django.db import models
 from django.db.models import Count, Q
@@ -129,6 +130,23 @@ class ResourceClaim(MirroredObject):
         return self.State.ALLOCATED if self.is_allocated else self.State.PENDING
 
 
+DeviceKey = tuple[str, str, str]  # (driver, pool, device)
+Holder = tuple[str, str, str, str, str]  # (driver, pool, device, claim namespace, claim name)
+
+
+class AllocatedDeviceQuerySet(models.QuerySet["AllocatedDevice"]):
+    def holders_of(self, keys: Iterable[DeviceKey]) -> list[Holder]:
+        """The claims that hold any of ``keys`` exclusively (not through admin access, not a
+        share of consumable capacity): the one "who else holds these devices" query."""
+        wanted = set(keys)
+        if not wanted:
+            return []
+        rows = self.filter(
+            admin_access=False, share_id="", device_name__in={key[2] for key in wanted}
+        ).values_list("driver", "pool", "device_name", "claim__namespace", "claim__name")
+        return [row for row in rows if row[:3] in wanted]
+
+
 class AllocatedDevice(models.Model):
     """One ``status.allocation.devices.results`` entry of a claim.
 
@@ -150,6 +168,8 @@ class AllocatedDevice(models.Model):
     admin_access = models.BooleanField(default=False)
     share_id = models.CharField(max_length=64, blank=True)
     consumed_capacity = models.JSONField(null=True, blank=True)
+
+    objects = AllocatedDeviceQuerySet.as_manager()
 
     class Meta:
         ordering = ["claim", "id"]

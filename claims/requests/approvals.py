@@ -29,6 +29,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
+from claims.lifecycle.leases import exceeded_longest
 from claims.lifecycle.tasks import apply_claim_request
 from claims.lifecycle.transitions import NO_RENEWAL, Move, transition
 from claims.models import ClaimRequest, ClaimRequestQuerySet
@@ -192,12 +193,11 @@ def approve_request(
 
 def _refuse_lease_over_maximum(request: ClaimRequest, lease: timedelta | None) -> None:
     """An approval never grants more than the quota's longest lease (lowered since?)."""
-    max_lease = (
-        Quota.objects.filter(tenant=request.tenant_id, device_class_name=request.device_class_name)
-        .values_list("max_lease", flat=True)
-        .first()
-    )
-    if lease and max_lease is not None and lease > max_lease:
+    quota = Quota.objects.filter(
+        tenant=request.tenant_id, device_class_name=request.device_class_name
+    ).first()
+    max_lease = exceeded_longest(quota, lease)
+    if lease and max_lease is not None:
         raise SpecErrors(
             {
                 "lease": [

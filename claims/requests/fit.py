@@ -58,8 +58,7 @@ class FitReport:
     @property
     def refused_by_quota(self) -> bool:
         """Submitting it would be refused as over quota (not sent for approval instead)."""
-        over_quota_waits = self.quota.quota is not None and self.quota.quota.approve_over_quota
-        return not self.quota.fits and not self.admin_access and not over_quota_waits
+        return self.quota.refuses(admin_access=self.admin_access)
 
     @property
     def devices(self) -> list[dict[str, Any]]:

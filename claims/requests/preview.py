@@ -21,6 +21,8 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from claims.capacity.fragmentation_reads import fits_together
 from claims.capacity.index import index
+from claims.lifecycle.manifest import manifest_document
+from claims.models import ClaimRequest
 from claims.requests.fit import would_it_fit
 from claims.requests.specs import PRESETS, ClaimInput, SpecErrors, resolve_preset
 from dra.cel import compile_selector
@@ -130,24 +132,23 @@ def to_yaml(document: Any) -> str:
     return str(yaml.safe_dump(document, sort_keys=False, default_flow_style=False))
 
 
-def _manifests(claim: ClaimInput, spec: dict[str, Any]) -> tuple[str, str]:
-    """The ResourceClaim (or ResourceClaimTemplate) and a Pod using it, as YAML."""
-    metadata = {"name": claim.name, "namespace": claim.namespace}
-    if claim.sharing == "template":
-        manifest = {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaimTemplate",
-            "metadata": metadata,
-            "spec": {"spec": spec},
-        }
+def _manifests(
+    user: AbstractBaseUser | AnonymousUser, claim: ClaimInput, spec: dict[str, Any], mode: str
+) -> tuple[str, str]:
+    """The ResourceClaim (or ResourceClaimTemplate) submitting it creates, as the apply would
+    write it (``claims.lifecycle.manifest``), and a Pod using it, as YAML."""
+    unrecorded = ClaimRequest(
+        name=claim.name,
+        namespace=claim.namespace,
+        spec=spec,
+        sharing=claim.sharing,
+        mode=mode,
+        requested_by=user if user.is_authenticated else None,
+    )
+    document = manifest_document(unrecorded, preview=True)
+    if unrecorded.is_template:
         reference = {"name": "devices", "resourceClaimTemplateName": claim.name}
     else:
-        manifest = {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaim",
-            "metadata": metadata,
-            "spec": spec,
-        }
         reference = {"name": "devices", "resourceClaimName": claim.name}
     pod = {
         "apiVersion": "v1",
@@ -165,7 +166,7 @@ def _manifests(claim: ClaimInput, spec: dict[str, Any]) -> tuple[str, str]:
             "resourceClaims": [reference],
         },
     }
-    return to_yaml(manifest), to_yaml(pod)
+    return to_yaml(document), to_yaml(pod)
 
 
 def _class_request(device_class: str, selectors: tuple[str, ...] = ()) -> Any:
@@ -312,7 +313,7 @@ def preview(user: AbstractBaseUser | AnonymousUser, claim: ClaimInput) -> Previe
         format_duration(report.lease) if report.lease else "none (held until released)"
     )
     result.lease_is_default = claim.lease is None
-    result.manifest, result.pod = _manifests(claim, report.spec)
+    result.manifest, result.pod = _manifests(user, claim, report.spec, str(report.mode))
     placement = report.placement
     result.explanations = _explanations(placement)
     result.fits = report.allocatable

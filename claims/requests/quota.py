@@ -216,6 +216,13 @@ class QuotaCheck:
     def fits(self) -> bool:
         return not self.problems
 
+    def refuses(self, *, admin_access: bool) -> bool:
+        """The one over-quota rule: a request over the quota is refused, unless the quota
+        sends such requests to approval (``approve_over_quota``); admin access (portal admins
+        only) is outside the quota."""
+        waits = self.quota is not None and self.quota.approve_over_quota
+        return not self.fits and not admin_access and not waits
+
     def room(self) -> dict[str, int | None]:
         """What would still fit (None: unlimited)."""
         quota = self.quota

@@ -25,6 +25,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from claims.capacity.index import index
+from claims.lifecycle.leases import exceeded_longest, longest_lease
 from claims.lifecycle.tasks import apply_claim_request, release_claim_request
 from claims.lifecycle.transitions import (
     FORCED_RELEASE_REASON,
@@ -263,8 +264,7 @@ def submit(
             if claim.admin_access
             else approval_reasons(tenant, check, devices=devices, memory_bytes=memory, lease=lease)
         )
-        over_quota_waits = check.quota is not None and check.quota.approve_over_quota
-        if not check.fits and not claim.admin_access and not over_quota_waits:
+        if check.refuses(admin_access=claim.admin_access):
             raise QuotaExceeded(check)
         state = ClaimRequest.State.PENDING_APPROVAL if reasons else ClaimRequest.State.SUBMITTED
         now = timezone.now()
@@ -325,10 +325,8 @@ def default_lease(quota: Quota | None) -> timedelta | None:
     if quota is None:
         return None
     if quota.approve_above_lease is not None:
-        if quota.max_lease is not None:
-            return min(quota.approve_above_lease, quota.max_lease)
-        return quota.approve_above_lease
-    return quota.max_lease
+        return min(quota.approve_above_lease, longest_lease(quota) or quota.approve_above_lease)
+    return longest_lease(quota)
 
 
 def lease_for(tenant: Tenant, claim: ClaimInput) -> timedelta | None:
@@ -338,12 +336,13 @@ def lease_for(tenant: Tenant, claim: ClaimInput) -> timedelta | None:
     lease = claim.lease
     if lease is None:
         return default_lease(quota)
-    if quota is not None and quota.max_lease is not None and lease > quota.max_lease:
+    longest = exceeded_longest(quota, lease)
+    if longest is not None:
         raise SpecErrors(
             {
                 "lease": [
                     f"The longest lease for {claim.device_class_name} is "
-                    f"{format_duration(quota.max_lease)}."
+                    f"{format_duration(longest)}."
                 ]
             }
         )
@@ -463,16 +462,12 @@ def renew_request(
     quota = Quota.objects.filter(
         tenant=request.tenant, device_class_name=request.device_class_name
     ).first()
-    if quota is not None and quota.max_lease is not None:
-        lease = lease or quota.max_lease
-        if lease > quota.max_lease:
-            raise SpecErrors(
-                {
-                    "lease": [
-                        f"The longest lease for this class is {format_duration(quota.max_lease)}."
-                    ]
-                }
-            )
+    lease = lease or longest_lease(quota)
+    longest = exceeded_longest(quota, lease)
+    if longest is not None:
+        raise SpecErrors(
+            {"lease": [f"The longest lease for this class is {format_duration(longest)}."]}
+        )
     if lease is None:
         raise SpecErrors({"lease": ["This claim has no lease to renew."]})
     actor = user if user.is_authenticated else None

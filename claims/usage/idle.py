@@ -24,13 +24,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
 from claims.models import (
-    REQUEST_ID_LABEL,
     AllocatedDevice,
     ClaimIdleness,
     ClaimRequest,
@@ -344,15 +342,12 @@ def idle_claim_count(user: AbstractBaseUser | AnonymousUser) -> int:
 def claim_owner(claim: ResourceClaim) -> AbstractBaseUser | None:
     """Who asked for the claim: the requester of the portal request that made it (the claim
     carries the request's id as a label); None for claims made outside the portal."""
-    request_id = claim.labels.get(REQUEST_ID_LABEL)
-    if not request_id:
+    request_id = ClaimRequest.request_id_in(claim.labels)
+    if request_id is None:
         return None
-    try:
-        request = (
-            ClaimRequest.objects.select_related("requested_by")
-            .filter(pk=request_id, namespace=claim.namespace, name=claim.name)
-            .first()
-        )
-    except (ValueError, ValidationError):
-        return None  # a label someone else wrote
+    request = (
+        ClaimRequest.objects.select_related("requested_by")
+        .filter(pk=request_id, namespace=claim.namespace, name=claim.name)
+        .first()
+    )
     return request.requested_by if request is not None else None

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from claims.capacity.index import reset_index
-from claims.models import ClaimRequest
+from claims.lifecycle.manifest import PREVIEW_REQUEST_ID, manifest_document
+from claims.models import REQUEST_ID_LABEL, RESERVATION_FINALIZER, ClaimRequest, ClassPolicy
 from claims.requests.preview import preview
 from claims.requests.specs import ClaimInput
 
@@ -124,3 +126,27 @@ def test_presets_a_class_does_not_publish_are_disabled_with_the_reason(inventory
     assert 'value="pcie">' in body or 'value="pcie" checked>' in body
     assert 'value="nvlink" disabled' in body
     assert "No device of class gpu.nvidia.com publishes cliqueID" in body
+
+
+def test_the_preview_shows_the_claim_the_apply_writes(inventory, bob):
+    """One manifest builder: the preview's YAML is ``claims.lifecycle.manifest``'s object,
+    with the labels, annotations and (in reservation mode) the finalizer the real claim gets;
+    only the request id is a placeholder until the request is recorded."""
+    ClassPolicy.objects.create(device_class_name="gpu.nvidia.com", mode="reservation")
+    result = preview(bob, claim(count=2))
+    document = yaml.safe_load(result.manifest)
+    unrecorded = ClaimRequest(
+        name="preview",
+        namespace="gpu-test1",
+        spec=document["spec"],
+        mode="reservation",
+        requested_by=bob,
+    )
+    assert document == manifest_document(unrecorded, preview=True)
+    metadata = document["metadata"]
+    assert metadata["labels"] == {
+        REQUEST_ID_LABEL: PREVIEW_REQUEST_ID,
+        "app.kubernetes.io/managed-by": "dra-portal",
+    }
+    assert metadata["finalizers"] == [RESERVATION_FINALIZER]
+    assert metadata["annotations"]["dra-portal.io/requested-by"] == "bob"

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 
 from claims.access import get_request_for_user
 from claims.filtersets import ClaimRequestFilterSet
+from claims.lifecycle.manifest import manifest_document
 from claims.models import ClaimRequest, ResourceClaim
 from claims.requests.approvals import approval_deadline, may_decide
 from claims.requests.forms import ALTERNATIVE_ROWS, ClaimRequestForm, RenewForm
@@ -263,28 +264,8 @@ def _timeline(claim_request: ClaimRequest, mirrored: ResourceClaim | None) -> li
 
 
 def _manifest(claim_request: ClaimRequest) -> str:
-    metadata = {
-        "name": claim_request.name,
-        "namespace": claim_request.namespace,
-        "labels": claim_request.labels(),
-    }
-    if claim_request.is_template:
-        return to_yaml(
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceClaimTemplate",
-                "metadata": metadata,
-                "spec": {"spec": claim_request.spec},
-            }
-        )
-    return to_yaml(
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaim",
-            "metadata": metadata,
-            "spec": claim_request.spec,
-        }
-    )
+    """The object applying the request creates, as the apply writes it."""
+    return to_yaml(manifest_document(claim_request))
 
 
 def _may_change(request: HttpRequest, claim_request: ClaimRequest) -> bool:
