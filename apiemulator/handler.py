@@ -12,16 +12,15 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import asdict
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlsplit
 
-import yaml
-
+from .bodies import drop_unknown_fields, parse_json, parse_yaml, snake_keys, validate_list_options
 from .credentials import authenticate
 from .errors import ApiError, status_body
 from .faults import Fault
-from .negotiation import Conversion, convert_list, convert_object, include_object, negotiate
+from .negotiation import Conversion, convert_list, convert_object, negotiate
 from .openapi import openapi_document
 from .resources import (
     RESOURCES,
@@ -30,9 +29,9 @@ from .resources import (
     api_group_list,
     api_resource_list,
 )
-from .schema import unknown_fields
 from .selectors import SelectorError, parse_field_selector, parse_label_selector
-from .store import Entry, Store, WatchClosed, dumps
+from .store import Entry, Store, dumps
+from .watch import Abort, Watching
 
 
 class Emulator(Protocol):
@@ -57,6 +56,7 @@ class Emulator(Protocol):
     def replace_cluster(
         self, *, resource_version: int | None = None, cluster_uid: str | None = None
     ) -> str: ...
+    def restart(self, *, keep: socket.socket | None = None) -> int: ...
     def _take_fault(self, method: str, path: str) -> Fault | None: ...
     def _watch_started(self) -> None: ...
     def _watch_ended(self) -> None: ...
@@ -70,8 +70,6 @@ _PATCH_TYPES = {
     "application/json-patch+json": "json",
     "application/apply-patch+yaml": "apply",
 }
-_CLOSING_BOOKMARK_LEAD = 2.0  # seconds before timeoutSeconds
-_DEFAULT_WATCH_TIMEOUT = 1800.0
 _REASONS = {
     400: "BadRequest",
     401: "Unauthorized",
@@ -85,10 +83,6 @@ _REASONS = {
     503: "ServiceUnavailable",
     504: "Timeout",
 }
-
-
-class _Abort(Exception):  # noqa: N818 - control flow: drop the connection without answering
-    pass
 
 
 class Server(ThreadingHTTPServer):
@@ -146,7 +140,7 @@ class Server(ThreadingHTTPServer):
             thread.join(max(0.0, deadline - time.monotonic()))
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(Watching):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
     server: Server
@@ -211,11 +205,11 @@ class Handler(BaseHTTPRequestHandler):
                 raise ApiError(fault.status, reason, f"injected fault: {fault.status}")
             is_watch = query.get("watch") in ("true", "1")
             if fault is not None and fault.action == "drop" and not is_watch:
-                raise _Abort
+                raise Abort
             self._route(method, path, query, body, fault)
         except ApiError as exc:
             self._send_json(exc.code, exc.status())
-        except _Abort:
+        except Abort:
             self.close_connection = True
             with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
@@ -350,8 +344,8 @@ class Handler(BaseHTTPRequestHandler):
     ) -> None:
         store = self.server.emulator.store
         if method == "POST":
-            obj = _parse_json(body)
-            warnings = _drop_unknown_fields(resource, obj, query)
+            obj = parse_json(body)
+            warnings = drop_unknown_fields(resource, obj, query)
             entry = store.create(resource, namespace, obj, field_manager=query.get("fieldManager"))
             self._send_entry(201, entry, conversion, query, warnings)
             return
@@ -375,7 +369,7 @@ class Handler(BaseHTTPRequestHandler):
         if query.get("watch") in ("true", "1"):
             self._watch(resource, namespace, query, matchers, fault, conversion)
             return
-        _validate_list_options(query)
+        validate_list_options(query)
         try:
             limit = int(query.get("limit") or 0)
         except ValueError as exc:
@@ -424,125 +418,6 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- watch ------------------------------------------------------------------------------
 
-    def _chunk(self, data: bytes) -> None:
-        if data:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-
-    def _watch(
-        self,
-        resource: Resource,
-        namespace: str | None,
-        query: dict[str, str],
-        matchers: tuple[Any, Any],
-        fault: Fault | None,
-        conversion: Conversion | None,
-    ) -> None:
-        emulator = self.server.emulator
-        store = emulator.store
-        if conversion is not None and conversion.kind == "Table":
-            include_object(query)  # refused before the stream starts, as the real server does
-        rv_param = query.get("resourceVersion", "")
-        if rv_param not in ("", "0") and not rv_param.isdigit():
-            raise ApiError.bad_request(f"invalid resource version {rv_param!r}")
-        try:
-            timeout = float(query.get("timeoutSeconds") or _DEFAULT_WATCH_TIMEOUT)
-        except ValueError as exc:
-            raise ApiError.bad_request("timeoutSeconds must be a number") from exc
-        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
-        send_initial = query.get("sendInitialEvents") == "true" or rv_param in ("", "0")
-        deadline = time.monotonic() + timeout
-        label_match, field_match = matchers
-
-        def selected(entry: Entry) -> bool:
-            if namespace is not None and entry.key[0] != namespace:
-                return False
-            return (label_match is None or label_match(entry.obj)) and (
-                field_match is None or field_match(entry.obj)
-            )
-
-        if send_initial:
-            initial, pos, epoch = store.initial_state(resource, namespace, matchers)
-        else:
-            initial, pos, epoch = [], int(rv_param), store.watch_epoch
-        budget = fault.after_events if fault is not None and fault.action == "drop" else None
-        encoder = _WatchEncoder(resource, conversion, query)
-
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        # The connection ends with the watch: say so, or a client returns it to its pool
-        # and its next request meets a closed socket ("Remote end closed connection").
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
-        emulator._watch_started()
-        try:
-            if budget == 0:
-                raise _Abort
-            for start in range(0, len(initial), 500):
-                batch = initial[start : start + 500]
-                if budget is not None:
-                    batch = batch[:budget]
-                    budget -= len(batch)
-                self._chunk(b"".join(encoder.event("ADDED", e) for e in batch))
-                if budget == 0:
-                    raise _Abort
-            if query.get("sendInitialEvents") == "true" and bookmarks:
-                self._chunk(encoder.bookmark(pos, initial_end=True))
-            next_bookmark = time.monotonic() + emulator.bookmark_interval
-            # kube-apiserver also sends one bookmark shortly before the watch times out, so a
-            # client resumes from a fresh resourceVersion; none when the watch closes.
-            closing_bookmark = deadline - _CLOSING_BOOKMARK_LEAD
-            if closing_bookmark < next_bookmark:
-                next_bookmark = max(closing_bookmark, time.monotonic())
-                closing_bookmark = float("inf")
-            while True:
-                now = time.monotonic()
-                if now >= deadline:
-                    break
-                wait = min(deadline, next_bookmark if bookmarks else deadline) - now
-                try:
-                    events = store.next_events(pos, wait, epoch)
-                except ApiError as exc:  # 410: the watch's start is older than compaction
-                    self._chunk(dumps({"type": "ERROR", "object": exc.status()}) + b"\n")
-                    break
-                out: list[bytes] = []
-                for event in events:
-                    pos = event.entry.rv
-                    if event.entry.resource is not resource:
-                        continue
-                    now_in = selected(event.entry)
-                    was_in = event.prev is not None and selected(event.prev)
-                    if event.type == "MODIFIED" and now_in != was_in:
-                        out.append(encoder.event("ADDED" if now_in else "DELETED", event.entry))
-                    elif now_in:
-                        out.append(encoder.event(event.type, event.entry))
-                    if budget is not None and len(out) >= budget:
-                        self._chunk(b"".join(out))
-                        raise _Abort
-                self._chunk(b"".join(out))
-                if budget is not None:
-                    budget -= len(out)
-                # A watch from a resourceVersion this server has not reached gets no
-                # bookmarks (kube-apiserver 1.36 keeps such a watch open and silent).
-                if bookmarks and time.monotonic() >= next_bookmark and pos <= store.rv:
-                    self._chunk(encoder.bookmark(pos))
-                    next_bookmark = time.monotonic() + emulator.bookmark_interval
-                    if closing_bookmark < next_bookmark:
-                        next_bookmark = max(closing_bookmark, time.monotonic())
-                        closing_bookmark = float("inf")
-            self.wfile.write(b"0\r\n\r\n")
-        except WatchClosed as exc:
-            if exc.clean:
-                with contextlib.suppress(OSError):
-                    self.wfile.write(b"0\r\n\r\n")
-            else:
-                raise _Abort from exc
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        finally:
-            emulator._watch_ended()
-
     # -- single objects ---------------------------------------------------------------------
 
     def _item(
@@ -561,13 +436,13 @@ class Handler(BaseHTTPRequestHandler):
         if subresource == "binding":
             if method != "POST":
                 raise ApiError(405, "MethodNotAllowed", f"{method} is not allowed on a binding")
-            store.bind(resource, namespace, name, _parse_json(body))
+            store.bind(resource, namespace, name, parse_json(body))
             self._send_json(201, status_body(201, "", ""))
         elif method == "GET":
             self._send_entry(200, store.get(resource, namespace, name), conversion, query)
         elif method == "PUT":
-            obj = _parse_json(body)
-            warnings = _drop_unknown_fields(resource, obj, query)
+            obj = parse_json(body)
+            warnings = drop_unknown_fields(resource, obj, query)
             entry = store.replace(
                 resource, namespace, name, obj, subresource=subresource, field_manager=manager
             )
@@ -582,8 +457,8 @@ class Handler(BaseHTTPRequestHandler):
                     f"the body of the request was in an unknown "
                     f"format - accepted media types include: {', '.join(_PATCH_TYPES)}",
                 )
-            patch = _parse_yaml(body) if patch_type == "apply" else _parse_json(body)
-            warnings = [] if patch_type == "json" else _drop_unknown_fields(resource, patch, query)
+            patch = parse_yaml(body) if patch_type == "apply" else parse_json(body)
+            warnings = [] if patch_type == "json" else drop_unknown_fields(resource, patch, query)
             entry, created = store.patch(
                 resource,
                 namespace,
@@ -596,7 +471,7 @@ class Handler(BaseHTTPRequestHandler):
             )
             self._send_entry(201 if created else 200, entry, conversion, query, warnings)
         elif method == "DELETE" and subresource is None:
-            options = _parse_json(body) if body.strip() else {}
+            options = parse_json(body) if body.strip() else {}
             entry, gone = store.delete(
                 resource, namespace, name, (options or {}).get("preconditions")
             )
@@ -623,7 +498,7 @@ class Handler(BaseHTTPRequestHandler):
         elif action == "compact" and method == "POST":
             self._send_json(200, {"compactedResourceVersion": str(emulator.compact())})
         elif action == "replace-cluster" and method == "POST":
-            options = _parse_json(body) if body.strip() else {}
+            options = parse_json(body) if body.strip() else {}
             start = (options or {}).get("resourceVersion")
             uid = emulator.replace_cluster(resource_version=int(start) if start else None)
             self._send_json(200, {"clusterUID": uid, "resourceVersion": str(emulator.store.rv)})
@@ -638,16 +513,16 @@ class Handler(BaseHTTPRequestHandler):
             emulator.clear_faults()
             self._send_json(200, {"faults": []})
         elif action == "faults" and method == "POST":
-            spec = _parse_json(body)
+            spec = parse_json(body)
             specs = spec if isinstance(spec, list) else [spec]
             try:
                 for item in specs:
-                    emulator.add_fault(Fault(**_snake_keys(item)))
+                    emulator.add_fault(Fault(**snake_keys(item)))
             except TypeError as exc:
                 raise ApiError.bad_request(f"invalid fault: {exc}") from exc
             self._send_json(200, {"faults": [asdict(f) for f in emulator.faults()]})
         elif action == "load" and method == "POST":
-            data = _parse_json(body)
+            data = parse_json(body)
             items = data.get("items", []) if isinstance(data, dict) else data
             try:
                 count = emulator.load(items)
@@ -656,121 +531,3 @@ class Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"loaded": count})
         else:
             raise ApiError(404, "NotFound", f"no emulator control {method} {path}")
-
-
-class _WatchEncoder:
-    """One watch's events as kube-apiserver frames them: each object as stored, or converted
-    as the watch's `Accept` asked (a Table's columns come with the first event only). An
-    object that cannot be converted goes as it is, as the real server does."""
-
-    def __init__(
-        self, resource: Resource, conversion: Conversion | None, query: dict[str, str]
-    ) -> None:
-        self.resource = resource
-        self.conversion = conversion
-        self.query = query
-        self.headers = True
-
-    def _frame(self, type_: str, obj: dict[str, Any]) -> bytes:
-        """`obj` as stored (without apiVersion and kind)."""
-        if self.conversion is not None:
-            try:
-                converted = convert_object(
-                    self.resource, obj, self.conversion, self.query, headers=self.headers
-                )
-            except ApiError:
-                pass
-            else:
-                self.headers = False
-                return dumps({"type": type_, "object": converted}) + b"\n"
-        r = self.resource
-        return (
-            dumps({"type": type_, "object": {"apiVersion": r.api_version, "kind": r.kind, **obj}})
-            + b"\n"
-        )
-
-    def event(self, type_: str, entry: Entry) -> bytes:
-        if self.conversion is None:  # the stored bytes, not re-encoded
-            return b'{"type":"%s","object":%s}\n' % (type_.encode(), entry.full())
-        return self._frame(type_, entry.obj)
-
-    def bookmark(self, rv: int, initial_end: bool = False) -> bytes:
-        meta: dict[str, Any] = {"resourceVersion": str(rv)}
-        if initial_end:
-            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-        return self._frame("BOOKMARK", {"metadata": meta})
-
-
-def _drop_unknown_fields(resource: Resource, obj: Any, query: dict[str, str]) -> list[str]:
-    """Drop the fields `resource` does not know from a request body: the `Warning` headers to
-    answer, or 400 under `fieldValidation=Strict` (`Ignore` drops them silently)."""
-    if not isinstance(obj, dict):
-        return []
-    unknown = unknown_fields(resource.kind, obj)
-    mode = query.get("fieldValidation") or "Warn"
-    if mode not in ("Ignore", "Warn", "Strict"):
-        raise ApiError.bad_request(
-            f"fieldValidation parameter unsupported: {mode}. Valid values are Ignore, Warn, Strict"
-        )
-    if not unknown or mode == "Ignore":
-        return []
-    if mode == "Strict":
-        listed = ", ".join(f'unknown field "{field}"' for field in unknown)
-        raise ApiError.bad_request(
-            f'{resource.kind} in version "{resource.version}" cannot be handled as a '
-            f"{resource.kind}: strict decoding error: {listed}"
-        )
-    return [f'299 - "unknown field \\"{field}\\""' for field in unknown]
-
-
-def _validate_list_options(query: dict[str, str]) -> None:
-    """kube-apiserver's checks of a list's resourceVersion, resourceVersionMatch and continue."""
-    rv, match = query.get("resourceVersion", ""), query.get("resourceVersionMatch", "")
-    if match and not rv:
-        raise ApiError(
-            422,
-            "Invalid",
-            'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: '
-            "resourceVersionMatch is forbidden unless resourceVersion is provided",
-            {"kind": "ListOptions", "group": "meta.k8s.io"},
-        )
-    if match not in ("", "Exact", "NotOlderThan"):
-        raise ApiError(
-            422,
-            "Invalid",
-            f'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Unsupported value: '
-            f'"{match}": supported values: "Exact", "NotOlderThan"',
-            {"kind": "ListOptions", "group": "meta.k8s.io"},
-        )
-    if query.get("continue") and rv:
-        raise ApiError.bad_request("specifying resource version is not allowed when using continue")
-
-
-def _snake_keys(item: Any) -> dict[str, Any]:
-    if not isinstance(item, dict):
-        raise ApiError.bad_request("a fault must be a JSON object")
-    return {re.sub(r"(?<!^)([A-Z])", r"_\1", k).lower(): v for k, v in item.items()}
-
-
-def _parse_json(body: bytes) -> Any:
-    if body[:1] not in (b"{", b"[", b" ", b"\n", b"\t", b"\r", b"n", b""):
-        raise ApiError(
-            415,
-            "UnsupportedMediaType",
-            "the emulator only accepts JSON bodies (protobuf and CBOR are not supported)",
-        )
-    try:
-        return json.loads(body or b"null")
-    except ValueError as exc:
-        raise ApiError.bad_request(f"the body of the request is not valid JSON: {exc}") from exc
-
-
-def _parse_yaml(body: bytes) -> Any:
-    try:
-        return json.loads(body)
-    except ValueError:
-        pass
-    try:
-        return yaml.safe_load(body)
-    except yaml.YAMLError as exc:
-        raise ApiError.bad_request(f"the body of the request is not valid YAML: {exc}") from exc

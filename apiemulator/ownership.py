@@ -110,8 +110,8 @@ def check_apply_conflicts(
         return
     count = sum(len(paths) for paths in conflicts.values())
     if count == 1:
-        ((label, (path,)),) = conflicts.items()
-        message = f"Apply failed with 1 conflict: conflict with {label}: {path}"
+        ((label, (only,)),) = conflicts.items()
+        message = f"Apply failed with 1 conflict: conflict with {label}: {only}"
     else:
         parts = [
             f"conflicts with {label}:\n" + "\n".join(f"- {p}" for p in paths)

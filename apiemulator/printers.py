@@ -469,7 +469,8 @@ def _quota_cells(quota: dict[str, Any], now: datetime) -> list[Any]:
     ``limits.*`` ones in LIMIT, the others in REQUEST."""
     status = _status(quota)
     hard, used = _dict(status.get("hard")), _dict(status.get("used"))
-    request, limit = [], []
+    request: list[str] = []
+    limit: list[str] = []
     for resource in sorted(hard):
         column = limit if resource.split(".")[0] == "limits" and "." in resource else request
         used_now, limited = _canonical(used.get(resource, "0")), _canonical(hard[resource])

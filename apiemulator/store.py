@@ -14,8 +14,6 @@ of ResourceClaims and the quota controller's status are in `quota.py` (with what
 
 from __future__ import annotations
 
-import base64
-import binascii
 import copy
 import json
 import random
@@ -24,11 +22,23 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
+from .admission import Admission
+from .entries import (
+    Entry,
+    Event,
+    Key,
+    ListResult,
+    WatchClosed,
+    body_without_type,
+    content,
+    dumps,
+    now_rfc3339,
+    without_times,
+)
 from .errors import ApiError
+from .garbage import Garbage
 from .ownership import (
     FieldPath,
     changed_fields,
@@ -38,120 +48,18 @@ from .ownership import (
     leaf_fields,
 )
 from .patch import PatchError, apply_json_patch, merge_patch, strip_directives
-from .quota import admission_error, claim_usage, computed_status, invalid_hard
+from .quota import invalid_hard
 from .resources import RESOURCES, Resource, by_kind
-from .selectors import Matcher
 
 __all__ = ["Entry", "Event", "ListResult", "Store", "WatchClosed", "dumps"]
 
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"
-_SNAPSHOTS_KEPT = 32
-_OMITTED_WHEN_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences")
-Key = tuple[str, str]  # (namespace or "", name): the order the real server lists in
 
 
-def dumps(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
-
-
-def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@dataclass(slots=True, frozen=True)
-class Entry:
-    """One version of one object: the dict (without apiVersion/kind) and its JSON bytes."""
-
-    resource: Resource
-    obj: dict[str, Any]
-    raw: bytes
-    rv: int
-
-    @classmethod
-    def build(cls, resource: Resource, obj: dict[str, Any], rv: int) -> Entry:
-        meta = obj["metadata"]
-        meta["resourceVersion"] = str(rv)
-        for field in _OMITTED_WHEN_EMPTY:  # Go's `omitempty`: an empty map or list is not kept
-            if field in meta and not meta[field]:
-                del meta[field]
-        return cls(resource, obj, dumps(obj), rv)
-
-    @property
-    def key(self) -> Key:
-        meta = self.obj["metadata"]
-        return meta.get("namespace", ""), meta["name"]
-
-    def full(self) -> bytes:
-        """The object as returned individually: with apiVersion and kind."""
-        r = self.resource
-        head = f'{{"apiVersion":"{r.api_version}","kind":"{r.kind}",'.encode()
-        return head + self.raw[1:]
-
-    def document(self) -> dict[str, Any]:
-        return {"apiVersion": self.resource.api_version, "kind": self.resource.kind, **self.obj}
-
-
-@dataclass(slots=True, frozen=True)
-class Event:
-    type: str  # ADDED | MODIFIED | DELETED
-    entry: Entry
-    prev: Entry | None  # the version before this event (None for ADDED)
-
-
-@dataclass(slots=True)
-class ListResult:
-    entries: list[Entry]
-    rv: int
-    continue_: str | None = None
-    remaining: int | None = None
-
-
-class WatchClosed(Exception):  # noqa: N818 - a signal, not an error
-    """The store is shutting down (clean) or watches were closed abruptly (not clean)."""
-
-    def __init__(self, *, clean: bool) -> None:
-        super().__init__("clean" if clean else "abrupt")
-        self.clean = clean
-
-
-def _matches(entry: Entry, namespace: str | None, matchers: Iterable[Matcher | None]) -> bool:
-    if namespace is not None and entry.obj["metadata"].get("namespace") != namespace:
-        return False
-    return all(m(entry.obj) for m in matchers if m is not None)
-
-
-def _body_without_type(resource: Resource, body: Any, name_hint: str) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise ApiError.invalid(resource.kind, name_hint, "the body must be a JSON object")
-    api_version, kind = body.pop("apiVersion", None), body.pop("kind", None)
-    if kind not in (None, resource.kind) or api_version not in (None, resource.api_version):
-        raise ApiError.bad_request(
-            f"the API version in the data ({api_version}) does not match the expected API "
-            f"version ({resource.api_version}) or kind {kind} is not {resource.kind}"
-        )
-    metadata = body.setdefault("metadata", {})
-    if not isinstance(metadata, dict):
-        raise ApiError.invalid(resource.kind, name_hint, "metadata must be an object")
-    return body
-
-
-def _without_times(obj: dict[str, Any]) -> dict[str, Any]:
-    """The object with its managedFields' times left out (they alone make no write)."""
-    managed = obj["metadata"].get("managedFields")
-    if not managed:
-        return obj
-    fields = [{k: v for k, v in f.items() if k != "time"} for f in managed]
-    return {**obj, "metadata": {**obj["metadata"], "managedFields": fields}}
-
-
-def _content(obj: dict[str, Any]) -> dict[str, Any]:
-    """What `generation` tracks: everything except metadata and status."""
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
-
-
-class Store:
-    """Thread-safe storage; every public method takes the lock."""
+class Store(Admission, Garbage):
+    """Thread-safe storage; every public method takes the lock. Writes are here; reads and
+    watches are `History`'s, quota admission `Admission`'s, ownership `Garbage`'s."""
 
     def __init__(
         self,
@@ -175,213 +83,6 @@ class Store:
         self.watch_epoch = 0
         self._snapshots: OrderedDict[tuple[Any, ...], list[Entry]] = OrderedDict()
 
-    # -- reads -----------------------------------------------------------------------------
-
-    def get(self, resource: Resource, namespace: str | None, name: str) -> Entry:
-        with self.lock:
-            entry = self.objects[resource].get((namespace or "", name))
-        if entry is None:
-            raise ApiError.not_found(resource.plural, resource.group, name)
-        return entry
-
-    def count(self, resource: Resource) -> int:
-        with self.lock:
-            return len(self.objects[resource])
-
-    def _state_at(self, resource: Resource, rv: int) -> dict[Key, Entry]:
-        """The objects of one kind as they were at `rv`, rewinding the event log."""
-        state = dict(self.objects[resource])
-        for event in reversed(self.log[rv + 1 - self.first_rv :]):
-            if event.entry.resource is not resource:
-                continue
-            if event.prev is None:
-                state.pop(event.entry.key, None)
-            else:
-                state[event.prev.key] = event.prev
-        return state
-
-    def list_objects(
-        self,
-        resource: Resource,
-        namespace: str | None,
-        matchers: tuple[Matcher | None, Matcher | None],
-        selector_text: tuple[str, str],
-        *,
-        limit: int = 0,
-        continue_: str | None = None,
-        resource_version: str = "",
-        resource_version_match: str = "",
-    ) -> ListResult:
-        with self.lock:
-            if continue_:
-                list_rv, start = self._decode_continue(continue_)
-            else:
-                list_rv, start = self.rv, None
-                if resource_version not in ("", "0"):
-                    # NotOlderThan (the default) and Exact alike: a version this server has
-                    # not reached is refused, never silently served from the past.
-                    requested = self._parse_rv(resource_version)
-                    if requested > self.rv:
-                        raise ApiError.resource_version_too_large(requested, self.rv)
-                    if resource_version_match == "Exact":
-                        if requested < self.compacted_rv:
-                            raise ApiError.expired(
-                                "The resourceVersion for the provided list is too old."
-                            )
-                        list_rv = requested
-            snap_key = (resource, namespace, selector_text, list_rv)
-            entries = self._snapshots.get(snap_key)
-            if entries is None:
-                if list_rv < self.compacted_rv:
-                    raise ApiError.expired(
-                        "The provided continue parameter is too old to display a consistent list "
-                        "result. You can start a new list without the continue parameter."
-                    )
-                state = self.objects[resource] if list_rv == self.rv else None
-                if state is None:
-                    state = self._state_at(resource, list_rv)
-                entries = [e for _, e in sorted(state.items()) if _matches(e, namespace, matchers)]
-                if limit or continue_:
-                    self._snapshots[snap_key] = entries
-                    while len(self._snapshots) > _SNAPSHOTS_KEPT:
-                        self._snapshots.popitem(last=False)
-            else:
-                self._snapshots.move_to_end(snap_key)
-        begin = 0
-        if start is not None:
-            lo, hi = 0, len(entries)
-            while lo < hi:  # first entry with key > start
-                mid = (lo + hi) // 2
-                if entries[mid].key <= start:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            begin = lo
-        if limit <= 0 or begin + limit >= len(entries):
-            return ListResult(entries[begin:], list_rv)
-        page = entries[begin : begin + limit]
-        token = {"v": "meta.k8s.io/v1", "rv": list_rv, "start": "/".join(page[-1].key)}
-        return ListResult(
-            page,
-            list_rv,
-            base64.urlsafe_b64encode(dumps(token)).decode(),
-            len(entries) - begin - limit,
-        )
-
-    @staticmethod
-    def _parse_rv(text: str) -> int:
-        if not text.isdigit():
-            raise ApiError.bad_request(f"invalid resource version {text!r}")
-        return int(text)
-
-    @staticmethod
-    def _decode_continue(token: str) -> tuple[int, Key]:
-        try:
-            data = json.loads(base64.urlsafe_b64decode(token.encode()))
-            namespace, _, name = data["start"].rpartition("/")
-            return int(data["rv"]), (namespace, name)
-        except (ValueError, KeyError, TypeError, binascii.Error) as exc:
-            raise ApiError.bad_request(f"continue key is not valid: {exc}") from exc
-
-    def initial_state(
-        self, resource: Resource, namespace: str | None, matchers: Iterable[Matcher | None]
-    ) -> tuple[list[Entry], int, int]:
-        """Current objects for a watch's synthetic ADDED events, the rv and the watch epoch."""
-        with self.lock:
-            entries = [
-                e
-                for _, e in sorted(self.objects[resource].items())
-                if _matches(e, namespace, matchers)
-            ]
-            return entries, self.rv, self.watch_epoch
-
-    def next_events(
-        self, after_rv: int, timeout: float, epoch: int, limit: int = 1000
-    ) -> list[Event]:
-        """Events after `after_rv`, waiting up to `timeout` seconds for the first one."""
-        with self.cond:
-            waited = False
-            while True:
-                if self.closing:
-                    raise WatchClosed(clean=True)
-                if self.watch_epoch != epoch:
-                    raise WatchClosed(clean=False)
-                if after_rv < self.compacted_rv:
-                    raise ApiError.expired(
-                        f"too old resource version: {after_rv} ({self.compacted_rv})"
-                    )
-                if self.rv > after_rv:
-                    start = after_rv + 1 - self.first_rv
-                    return self.log[start : start + limit]
-                if waited or timeout <= 0:
-                    return []
-                self.cond.wait(timeout)
-                waited = True
-
-    # -- writes ----------------------------------------------------------------------------
-
-    def _commit(self, type_: str, entry: Entry, prev: Entry | None) -> Entry:
-        objects = self.objects[entry.resource]
-        if type_ == "DELETED":
-            del objects[entry.key]
-        else:
-            objects[entry.key] = entry
-        self.log.append(Event(type_, entry, prev))
-        if self.history_limit is not None and len(self.log) > self.history_limit:
-            drop = len(self.log) - self.history_limit
-            del self.log[:drop]
-            self.first_rv += drop
-            self.compacted_rv = self.first_rv - 1
-        self.cond.notify_all()
-        if entry.resource.kind == "ResourceClaim" and type_ in ("ADDED", "DELETED"):
-            self._refresh_quotas(entry.key[0])
-        return entry
-
-    def _next_rv(self) -> int:
-        self.rv += 1
-        return self.rv
-
-    # -- ResourceQuota (see quota.py) -------------------------------------------------------
-
-    def _quotas(self, namespace: str) -> list[Entry]:
-        return [
-            entry
-            for key, entry in sorted(self.objects[by_kind["ResourceQuota"]].items())
-            if key[0] == namespace
-        ]
-
-    def _refresh_quotas(self, namespace: str, only: str | None = None) -> None:
-        """The quota controller: recompute ``status`` of the namespace's ResourceQuotas (or
-        of the one named ``only``) from its claims; one write per quota that changes."""
-        quotas = [q for q in self._quotas(namespace) if only is None or q.key[1] == only]
-        if not quotas:
-            return
-        claims = [
-            e.obj for k, e in self.objects[by_kind["ResourceClaim"]].items() if k[0] == namespace
-        ]
-        for old in quotas:
-            status = computed_status(old.obj, claims)
-            if old.obj.get("status") == status:
-                continue
-            obj = {**old.obj, "metadata": dict(old.obj["metadata"]), "status": status}
-            self._commit("MODIFIED", Entry.build(old.resource, obj, self._next_rv()), old)
-
-    def _admit_claim(self, namespace: str, claim: dict[str, Any]) -> None:
-        """Quota admission of a new claim: raises the 403, or charges the quotas first."""
-        quotas = self._quotas(namespace)
-        if not quotas:
-            return
-        error, updates = admission_error(
-            claim["metadata"]["name"], claim_usage(claim), [q.obj for q in quotas]
-        )
-        if error is not None:
-            raise error
-        for index, used in updates:
-            old = quotas[index]
-            status = {**(old.obj.get("status") or {}), "used": used}
-            obj = {**old.obj, "metadata": dict(old.obj["metadata"]), "status": status}
-            self._commit("MODIFIED", Entry.build(old.resource, obj, self._next_rv()), old)
-
     def create(
         self,
         resource: Resource,
@@ -395,7 +96,7 @@ class Store:
         admit: bool = True,
     ) -> Entry:
         """Store a new object. ``admit=False`` (loading) skips quota admission."""
-        obj = _body_without_type(resource, body, "")
+        obj = body_without_type(resource, body, "")
         meta = obj["metadata"]
         if not meta.get("name") and meta.get("generateName"):
             suffix = "".join(random.choices(_SUFFIX_CHARS, k=5))
@@ -560,7 +261,7 @@ class Store:
                     resource.kind, name, "spec: Invalid value: field is immutable"
                 )
             _check_immutable_fields(resource, name, old_obj, result)
-            if _content(result) != _content(old_obj):
+            if content(result) != content(old_obj):
                 meta["generation"] = int(old_meta.get("generation") or 0) + 1
         result["metadata"]["resourceVersion"] = old_meta.get("resourceVersion")
         if field_manager:
@@ -572,7 +273,7 @@ class Store:
                 changed=changed_fields(old_obj, result),
                 applied=applied,
             )
-        if _without_times(result) == _without_times(old_obj):
+        if without_times(result) == without_times(old_obj):
             return old  # a no-op write does not bump the resourceVersion
         if result["metadata"].get("deletionTimestamp") and not result["metadata"].get("finalizers"):
             entry = Entry.build(resource, result, self._next_rv())
@@ -589,19 +290,12 @@ class Store:
         subresource: str | None = None,
         field_manager: str | None = None,
     ) -> Entry:
-        new = _body_without_type(resource, body, name)
+        new = body_without_type(resource, body, name)
         with self.lock:
             old = self.get(resource, namespace, name)
             entry = self._update(old, new, subresource=subresource, field_manager=field_manager)
             self._after_quota_write(entry, subresource)
             return entry
-
-    def _after_quota_write(self, entry: Entry, subresource: str | None) -> None:
-        """A ResourceQuota whose spec was written gets its status from the quota controller."""
-        if entry.resource.kind == "ResourceQuota" and subresource is None:
-            namespace, name = entry.key
-            if (namespace, name) in self.objects[entry.resource]:
-                self._refresh_quotas(namespace, only=name)
 
     def patch(
         self,
@@ -622,7 +316,7 @@ class Store:
             if patch_type == "apply":
                 if not field_manager:
                     raise ApiError.bad_request("PATCH requests of type apply need a fieldManager")
-                patch = _body_without_type(resource, patch, name)
+                patch = body_without_type(resource, patch, name)
                 if patch["metadata"].get("name", name) != name:
                     raise ApiError.bad_request("the name in the body does not match the URL")
                 if old is None:
@@ -663,7 +357,7 @@ class Store:
                 and "resourceVersion" not in (patch.get("metadata") or {})
             ):
                 new.get("metadata", {}).pop("resourceVersion", None)
-            new = _body_without_type(resource, new, name)
+            new = body_without_type(resource, new, name)
             entry = self._update(
                 old,
                 new,
@@ -684,8 +378,8 @@ class Store:
         """
         if not isinstance(body, dict) or body.get("kind", "Binding") != "Binding":
             raise ApiError.bad_request("the body must be a Binding")
-        meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
-        target = body.get("target") if isinstance(body.get("target"), dict) else {}
+        meta: dict[str, Any] = body["metadata"] if isinstance(body.get("metadata"), dict) else {}
+        target: dict[str, Any] = body["target"] if isinstance(body.get("target"), dict) else {}
         if meta.get("name", name) != name:
             raise ApiError.bad_request("name in URL does not match name in Binding object")
         node = target.get("name")
@@ -774,8 +468,6 @@ class Store:
         entry = Entry.build(old.resource, obj, self._next_rv())
         return self._commit("DELETED", entry, old)
 
-    # -- bulk and maintenance --------------------------------------------------------------
-
     def load(
         self,
         objects: Iterable[dict[str, Any]],
@@ -813,104 +505,6 @@ class Store:
                 )
                 count += 1
         return count
-
-    def ensure_namespace(self, name: str, labels: dict[str, str] | None = None) -> None:
-        resource = by_kind["Namespace"]
-        with self.lock:
-            if ("", name) not in self.objects[resource]:
-                meta: dict[str, Any] = {"name": name}
-                if labels:
-                    meta["labels"] = dict(labels)
-                self.create(resource, None, {"metadata": meta})
-
-    def _ensure_node(self, slice_: dict[str, Any]) -> None:
-        node_name = (slice_.get("spec") or {}).get("nodeName")
-        resource = by_kind["Node"]
-        if not node_name or ("", node_name) in self.objects[resource]:
-            return
-        meta: dict[str, Any] = {
-            "name": node_name,
-            "labels": {"kubernetes.io/hostname": node_name, "kubernetes.io/os": "linux"},
-        }
-        for owner in slice_["metadata"].get("ownerReferences") or []:
-            if owner.get("kind") == "Node" and owner.get("name") == node_name and owner.get("uid"):
-                meta["uid"] = owner["uid"]
-        self.create(resource, None, {"metadata": meta}, keep_identity=True)
-
-    def collect_garbage(self) -> list[tuple[str, str, str]]:
-        """One pass of kube-controller-manager's garbage collector, background propagation:
-        an object whose every owner is gone is deleted (its finalizers still honoured, so it
-        may only get a ``deletionTimestamp``). An owner is gone when no object of its kind,
-        in the dependent's namespace (or cluster-scoped), carries its uid: a re-created owner
-        of the same name does not adopt the old dependents. Owners of kinds this server does
-        not serve (ReplicaSet, DaemonSet, ...) cannot be looked up and count as present.
-        Returns ``(kind, namespace, name)`` of what it deleted."""
-        deleted: list[tuple[str, str, str]] = []
-        with self.lock:
-            uids = {
-                resource.kind: {
-                    (key[0], str(entry.obj["metadata"].get("uid") or ""))
-                    for key, entry in objects.items()
-                }
-                for resource, objects in self.objects.items()
-            }
-            orphans: list[tuple[Resource, str, str]] = []
-            for resource, objects in self.objects.items():
-                for (namespace, name), entry in objects.items():
-                    meta = entry.obj["metadata"]
-                    owners = meta.get("ownerReferences") or []
-                    if not owners or meta.get("deletionTimestamp"):
-                        continue
-                    if not any(self._owner_present(owner, namespace, uids) for owner in owners):
-                        orphans.append((resource, namespace, name))
-            for resource, namespace, name in orphans:
-                try:
-                    self.delete(resource, namespace or None, name)
-                except ApiError:
-                    continue
-                deleted.append((resource.kind, namespace, name))
-        return deleted
-
-    @staticmethod
-    def _owner_present(
-        owner: dict[str, Any], namespace: str, uids: dict[str, set[tuple[str, str]]]
-    ) -> bool:
-        kind = owner.get("kind")
-        if not isinstance(kind, str) or kind not in by_kind:
-            return True
-        scope = namespace if by_kind[kind].namespaced else ""
-        return (scope, str(owner.get("uid") or "")) in uids.get(kind, set())
-
-    def compact(self) -> int:
-        """Forget all history: watches and continue tokens older than now get 410."""
-        with self.cond:
-            self.log.clear()
-            self.first_rv = self.rv + 1
-            self.compacted_rv = self.rv
-            self._snapshots.clear()
-            self.cond.notify_all()
-            return self.rv
-
-    def close_watches(self) -> None:
-        with self.cond:
-            self.watch_epoch += 1
-            self.cond.notify_all()
-
-    def close(self) -> None:
-        with self.cond:
-            self.closing = True
-            self.cond.notify_all()
-
-    def reopen(self) -> None:
-        """Serve watches again after :meth:`close` (the server came back)."""
-        with self.cond:
-            self.closing = False
-
-    def dump(self, resource: Resource) -> list[dict[str, Any]]:
-        """Deep copies of every object of one kind, with apiVersion and kind."""
-        with self.lock:
-            entries = sorted(self.objects[resource].items())
-        return [copy.deepcopy(e.document()) for _, e in entries]
 
 
 def _check_immutable_fields(
