@@ -36,12 +36,26 @@ import logging
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from claims.models import SIMULATED_SCHEDULER_ANNOTATION
+from demo.objects import (
+    DELETE_PROTECTION,
+    POD_CLAIM_NAME,
+    controller_uid,
+    generate_name,
+    is_allocated,
+    metadata_of,
+    needs_scheduling,
+    now_text,
+    protect,
+    reservation,
+    set_running,
+    status_of,
+    unprotect,
+)
 from dra.allocator import DEFAULT_TIMEOUT_SECONDS, run_case
 from dra.features import FEATURE_NAMES, PORTAL_FEATURES
 from dra.model import InvalidObject, parse_node, parse_node_selector
@@ -62,11 +76,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"
-POD_CLAIM_NAME = "resource.kubernetes.io/pod-claim-name"
 CONFLICT_RETRIES = 5
-# The resourceclaim controller keeps generated names within 63 characters, 5 of them random.
-_GENERATED_BASE_LENGTH = 57
 # The allocator's features by their contract names, as the mirror computes device states.
 ALLOCATOR_FEATURES = {
     name: getattr(PORTAL_FEATURES, re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower())
@@ -98,50 +108,6 @@ class Attempt:
     @property
     def is_scheduled(self) -> bool:
         return bool(self.node)
-
-
-def _metadata(obj: dict[str, Any]) -> dict[str, Any]:
-    return obj.setdefault("metadata", {})
-
-
-def _status(obj: dict[str, Any]) -> dict[str, Any]:
-    status = obj.get("status")
-    if not isinstance(status, dict):
-        status = obj["status"] = {}
-    return status
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _controller_uid(claim: dict[str, Any]) -> str:
-    """The uid of the pod controlling the claim (a claim generated from a template), or ""."""
-    for owner in _metadata(claim).get("ownerReferences") or []:
-        if (
-            owner.get("controller")
-            and owner.get("kind") == "Pod"
-            and owner.get("apiVersion") == "v1"
-        ):
-            return str(owner.get("uid") or "")
-    return ""
-
-
-def _is_allocated(claim: dict[str, Any]) -> bool:
-    return bool((claim.get("status") or {}).get("allocation"))
-
-
-def needs_scheduling(pod: dict[str, Any]) -> bool:
-    """Whether the pod waits for a node and uses claims (the only pods this scheduler places)."""
-    spec, metadata = pod.get("spec") or {}, pod.get("metadata") or {}
-    phase = (pod.get("status") or {}).get("phase")
-    return bool(
-        not spec.get("nodeName")
-        and not metadata.get("deletionTimestamp")
-        and not spec.get("schedulingGates")
-        and phase not in ("Succeeded", "Failed")
-        and spec.get("resourceClaims")
-    )
 
 
 class Scheduler:
@@ -178,7 +144,8 @@ class Scheduler:
                     timeout_seconds=max(1, round(self.tick_seconds)),
                     allow_bookmarks=False,
                 )
-                with contextlib.closing(events):
+                # A generator (``Cluster.watch`` is annotated as returning an Iterator).
+                with contextlib.closing(cast("Generator[dict[str, Any], None, None]", events)):
                     for event in events:
                         if stop.is_set():
                             break
@@ -201,7 +168,7 @@ class Scheduler:
         for pod in pods:
             if needs_scheduling(pod):
                 self._guarded(self.schedule, pod)
-        live = {str(_metadata(pod).get("uid") or "") for pod in pods}
+        live = {str(metadata_of(pod).get("uid") or "") for pod in pods}
         claims, _ = self.cluster.list_all(Kind.RESOURCE_CLAIMS)
         for claim in claims:
             self._guarded(self._tidy, claim, live)
@@ -240,7 +207,7 @@ class Scheduler:
             pod = self.cluster.get(Kind.PODS, pod["metadata"]["name"], pod["metadata"]["namespace"])
         except NotFound:
             return Attempt(message="the pod is gone")
-        metadata = _metadata(pod)
+        metadata = metadata_of(pod)
         if (pod.get("spec") or {}).get("nodeName"):
             return Attempt(node=pod["spec"]["nodeName"])
         if not needs_scheduling(pod):
@@ -256,7 +223,7 @@ class Scheduler:
             self.cluster.bind_pod(
                 metadata["name"], metadata["namespace"], node, uid=str(metadata.get("uid") or "")
             )
-        self._update(Kind.PODS, metadata["namespace"], metadata["name"], _set_running, status=True)
+        self._update(Kind.PODS, metadata["namespace"], metadata["name"], set_running, status=True)
         logger.info(
             "simulated scheduler: bound %s/%s to %s", metadata["namespace"], metadata["name"], node
         )
@@ -264,7 +231,7 @@ class Scheduler:
 
     def _claims_of(self, pod: dict[str, Any]) -> list[dict[str, Any]]:
         """The pod's claims, fresh from the API; creates the claims of template entries."""
-        metadata, spec = _metadata(pod), pod.get("spec") or {}
+        metadata, spec = metadata_of(pod), pod.get("spec") or {}
         namespace, uid = metadata["namespace"], str(metadata.get("uid") or "")
         generated = {
             entry.get("name"): entry.get("resourceClaimName")
@@ -290,26 +257,26 @@ class Scheduler:
                 claim = self.cluster.get(Kind.RESOURCE_CLAIMS, claim_name, namespace)
             except NotFound:
                 raise Unschedulable(f'resourceclaim "{claim_name}" not found') from None
-            if _metadata(claim).get("deletionTimestamp"):
+            if metadata_of(claim).get("deletionTimestamp"):
                 raise Unschedulable(f'resourceclaim "{claim_name}" is being deleted')
-            if entry.get("resourceClaimTemplateName") and _controller_uid(claim) != uid:
+            if entry.get("resourceClaimTemplateName") and controller_uid(claim) != uid:
                 raise Unschedulable(f'resourceclaim "{claim_name}" was not created for the pod')
-            if all(_metadata(known)["uid"] != _metadata(claim)["uid"] for known in claims):
+            if all(metadata_of(known)["uid"] != metadata_of(claim)["uid"] for known in claims):
                 claims.append(claim)  # two entries may name one claim: it is allocated once
         return claims
 
     def _claim_from_template(self, pod: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
         """The claim generated for ``entry``: found (an earlier pass created it but could not
         record it), or created from its template; then recorded in the pod's status."""
-        metadata = _metadata(pod)
+        metadata = metadata_of(pod)
         namespace, uid, pod_name = metadata["namespace"], str(metadata["uid"]), metadata["name"]
         entry_name = str(entry["name"])
         owned, _ = self.cluster.list_all(Kind.RESOURCE_CLAIMS, namespace=namespace)
         found = [
             claim
             for claim in owned
-            if _controller_uid(claim) == uid
-            and (_metadata(claim).get("annotations") or {}).get(POD_CLAIM_NAME) == entry_name
+            if controller_uid(claim) == uid
+            and (metadata_of(claim).get("annotations") or {}).get(POD_CLAIM_NAME) == entry_name
         ]
         if found:
             claim = found[0]
@@ -325,7 +292,7 @@ class Scheduler:
                 Kind.RESOURCE_CLAIMS,
                 {
                     "metadata": {
-                        "generateName": _generate_name(pod_name, entry_name),
+                        "generateName": generate_name(pod_name, entry_name),
                         "namespace": namespace,
                         "labels": dict(template_metadata.get("labels") or {}),
                         "annotations": {
@@ -346,10 +313,10 @@ class Scheduler:
                     "spec": template_spec.get("spec") or {},
                 },
             )
-        claim_name = _metadata(claim)["name"]
+        claim_name = metadata_of(claim)["name"]
 
         def record(current: dict[str, Any]) -> bool:
-            statuses = _status(current).setdefault("resourceClaimStatuses", [])
+            statuses = status_of(current).setdefault("resourceClaimStatuses", [])
             if any(status.get("name") == entry_name for status in statuses):
                 return False
             statuses.append({"name": entry_name, "resourceClaimName": claim_name})
@@ -372,7 +339,7 @@ class Scheduler:
         for claim in claims:
             raw = ((claim.get("status") or {}).get("allocation") or {}).get("nodeSelector")
             try:
-                selector = parse_node_selector(raw, _metadata(claim)["name"])
+                selector = parse_node_selector(raw, metadata_of(claim)["name"])
             except InvalidObject as error:
                 raise Unschedulable(str(error)) from None
             if selector is not None:
@@ -380,8 +347,8 @@ class Scheduler:
         wanted_labels = (pod.get("spec") or {}).get("nodeSelector") or {}
         reasons: Counter[str] = Counter()
         candidates = []
-        for raw_node in sorted(nodes, key=lambda node: str(_metadata(node).get("name"))):
-            node = parse_node(raw_node, str(_metadata(raw_node).get("name")))
+        for raw_node in sorted(nodes, key=lambda node: str(metadata_of(node).get("name"))):
+            node = parse_node(raw_node, str(metadata_of(raw_node).get("name")))
             if (raw_node.get("spec") or {}).get("unschedulable"):
                 reasons["node(s) were unschedulable"] += 1
             elif any(node.labels.get(key) != value for key, value in wanted_labels.items()):
@@ -390,13 +357,13 @@ class Scheduler:
                 reasons["node(s) didn't match the node selector of an allocated claim"] += 1
             else:
                 candidates.append(raw_node)
-        pending = [claim for claim in claims if not _is_allocated(claim)]
+        pending = [claim for claim in claims if not is_allocated(claim)]
         if candidates and not pending:
-            return str(_metadata(candidates[0])["name"]), {}
+            return str(metadata_of(candidates[0])["name"]), {}
         if candidates:
             outcome = self._allocate(pod, candidates, pending)
             if outcome["status"] == "allocated":
-                names = [_metadata(claim)["name"] for claim in pending]
+                names = [metadata_of(claim)["name"] for claim in pending]
                 return outcome["node"], dict(zip(names, outcome["allocations"], strict=True))
             if outcome["status"] == "error":
                 raise Unschedulable(str(outcome["error"]), reason="SchedulerError")
@@ -410,12 +377,12 @@ class Scheduler:
         """The allocator's contract output for ``claims`` on the first of ``nodes`` that fits."""
         all_claims, _ = self.cluster.list_all(Kind.RESOURCE_CLAIMS)
         case = {
-            "name": f"{_metadata(pod)['namespace']}/{_metadata(pod)['name']}",
+            "name": f"{metadata_of(pod)['namespace']}/{metadata_of(pod)['name']}",
             "features": ALLOCATOR_FEATURES,
             "nodes": nodes,
             "deviceClasses": self.cluster.list_all(Kind.DEVICE_CLASSES)[0],
             "resourceSlices": self.cluster.list_all(Kind.RESOURCE_SLICES)[0],
-            "allocatedClaims": [claim for claim in all_claims if _is_allocated(claim)],
+            "allocatedClaims": [claim for claim in all_claims if is_allocated(claim)],
             "claims": claims,
             "node": None,
         }
@@ -435,19 +402,19 @@ class Scheduler:
         allocator; a claim allocated meanwhile by someone else fails the attempt (the next pass
         starts over).
         """
-        metadata = _metadata(pod)
+        metadata = metadata_of(pod)
         consumer = {"resource": "pods", "name": metadata["name"], "uid": str(metadata["uid"])}
         for claim in claims:
-            name, namespace = _metadata(claim)["name"], _metadata(claim)["namespace"]
+            name, namespace = metadata_of(claim)["name"], metadata_of(claim)["namespace"]
             allocation = allocations.get(name)
             if allocation is not None:
-                allocation = {**allocation, "allocationTimestamp": _now()}
-                self._update(Kind.RESOURCE_CLAIMS, namespace, name, _protect, status=False)
+                allocation = {**allocation, "allocationTimestamp": now_text()}
+                self._update(Kind.RESOURCE_CLAIMS, namespace, name, protect, status=False)
             self._update(
                 Kind.RESOURCE_CLAIMS,
                 namespace,
                 name,
-                _reservation(consumer, allocation),
+                reservation(consumer, allocation),
                 status=True,
             )
 
@@ -458,10 +425,10 @@ class Scheduler:
         def mark(current: dict[str, Any]) -> bool:
             if not needs_scheduling(current):
                 return False
-            status = _status(current)
+            status = status_of(current)
             conditions = status.get("conditions") or []
             old = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
-            wanted = {
+            wanted: dict[str, str | None] = {
                 "type": "PodScheduled",
                 "status": "False",
                 "reason": verdict.reason,
@@ -469,13 +436,17 @@ class Scheduler:
             }
             if old is not None and all(old.get(key) == value for key, value in wanted.items()):
                 return False
-            unchanged = old is not None and old.get("status") == "False"
             wanted["lastProbeTime"] = None
-            wanted["lastTransitionTime"] = old.get("lastTransitionTime") if unchanged else _now()
+            # Still False: the condition keeps its transition time.
+            wanted["lastTransitionTime"] = (
+                old.get("lastTransitionTime")
+                if old is not None and old.get("status") == "False"
+                else now_text()
+            )
             status["conditions"] = [c for c in conditions if c is not old] + [wanted]
             return True
 
-        metadata = _metadata(pod)
+        metadata = metadata_of(pod)
         self._update(Kind.PODS, metadata["namespace"], metadata["name"], mark, status=True)
 
     # -- releasing ---------------------------------------------------------------------------
@@ -483,7 +454,7 @@ class Scheduler:
     def release(self, pod: dict[str, Any]) -> None:
         """``pod`` is gone: it leaves its claims' ``reservedFor`` (see ``_unreserve``) and the
         claims generated for it are deleted."""
-        metadata = _metadata(pod)
+        metadata = metadata_of(pod)
         namespace, uid = metadata["namespace"], str(metadata.get("uid") or "")
         names = {
             str(entry["resourceClaimName"])
@@ -495,8 +466,8 @@ class Scheduler:
             if status.get("resourceClaimName")
         }
         claims, _ = self.cluster.list_all(Kind.RESOURCE_CLAIMS, namespace=namespace)
-        owned = [claim for claim in claims if _controller_uid(claim) == uid]
-        for name in sorted(names | {_metadata(claim)["name"] for claim in owned}):
+        owned = [claim for claim in claims if controller_uid(claim) == uid]
+        for name in sorted(names | {metadata_of(claim)["name"] for claim in owned}):
             self._unreserve(namespace, name, uid)
         for claim in owned:
             self._delete_generated(claim)
@@ -510,7 +481,7 @@ class Scheduler:
 
         def unreserve(claim: dict[str, Any]) -> bool:
             nonlocal deallocated
-            status = _status(claim)
+            status = status_of(claim)
             reserved = status.get("reservedFor") or []
             kept = [entry for entry in reserved if entry.get("uid") != uid]
             if len(kept) == len(reserved):
@@ -519,7 +490,7 @@ class Scheduler:
                 status["reservedFor"] = kept
             else:
                 status.pop("reservedFor", None)
-            finalizers = _metadata(claim).get("finalizers") or []
+            finalizers = metadata_of(claim).get("finalizers") or []
             deallocated = not kept and DELETE_PROTECTION in finalizers
             if deallocated:
                 status.pop("allocation", None)
@@ -527,10 +498,10 @@ class Scheduler:
 
         self._update(Kind.RESOURCE_CLAIMS, namespace, name, unreserve, status=True)
         if deallocated:
-            self._update(Kind.RESOURCE_CLAIMS, namespace, name, _unprotect, status=False)
+            self._update(Kind.RESOURCE_CLAIMS, namespace, name, unprotect, status=False)
 
     def _delete_generated(self, claim: dict[str, Any]) -> None:
-        metadata = _metadata(claim)
+        metadata = metadata_of(claim)
         with contextlib.suppress(NotFound, Conflict):  # gone already, or a new claim by its name
             self.cluster.delete(
                 Kind.RESOURCE_CLAIMS, metadata["name"], metadata["namespace"], uid=metadata["uid"]
@@ -540,14 +511,14 @@ class Scheduler:
         """Catches up with what the watch missed for one claim: reservations of pods that are
         gone, a generated claim whose pod is gone, and the scheduler's own finalizer left on a
         claim that is no longer allocated (a pass interrupted between two writes)."""
-        metadata = _metadata(claim)
+        metadata = metadata_of(claim)
         namespace, name = metadata["namespace"], metadata["name"]
         for entry in (claim.get("status") or {}).get("reservedFor") or []:
             uid = str(entry.get("uid") or "")
             stale = entry.get("resource") == "pods" and uid not in live
             if stale and self._is_gone(namespace, str(entry.get("name")), uid):
                 self._unreserve(namespace, name, uid)
-        owner = _controller_uid(claim)
+        owner = controller_uid(claim)
         if owner and owner not in live:
             owner_name = next(
                 (
@@ -564,10 +535,10 @@ class Scheduler:
         if (
             annotations.get(SIMULATED_SCHEDULER_ANNOTATION)
             and DELETE_PROTECTION in (metadata.get("finalizers") or [])
-            and not _is_allocated(claim)
+            and not is_allocated(claim)
             and not (claim.get("status") or {}).get("reservedFor")
         ):
-            self._update(Kind.RESOURCE_CLAIMS, namespace, name, _unprotect, status=False)
+            self._update(Kind.RESOURCE_CLAIMS, namespace, name, unprotect, status=False)
 
     def _is_gone(self, namespace: str, name: str, uid: str) -> bool:
         """Whether pod ``uid`` no longer exists (checked with a GET: the list may be older)."""
@@ -575,7 +546,7 @@ class Scheduler:
             pod = self.cluster.get(Kind.PODS, name, namespace)
         except NotFound:
             return True
-        return str(_metadata(pod).get("uid") or "") != uid
+        return str(metadata_of(pod).get("uid") or "") != uid
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -607,105 +578,6 @@ class Scheduler:
         raise Conflict(
             f"{kind} {namespace}/{name}: still conflicting after {CONFLICT_RETRIES} tries"
         )
-
-
-def _generate_name(pod_name: str, entry_name: str) -> str:
-    """``<pod>-<entry>-``, both parts shortened in proportion when too long (as upstream)."""
-    base = f"{pod_name}-{entry_name}"
-    if len(base) > _GENERATED_BASE_LENGTH:
-        pod_part = pod_name[: len(pod_name) * _GENERATED_BASE_LENGTH // len(base)]
-        entry_part = entry_name[: len(entry_name) * _GENERATED_BASE_LENGTH // len(base)]
-        base = f"{pod_part}-{entry_part}"
-    return f"{base}-"
-
-
-def _protect(claim: dict[str, Any]) -> bool:
-    metadata = _metadata(claim)
-    finalizers = metadata.setdefault("finalizers", [])
-    annotations = metadata.setdefault("annotations", {})
-    if DELETE_PROTECTION in finalizers and annotations.get(SIMULATED_SCHEDULER_ANNOTATION):
-        return False
-    if DELETE_PROTECTION not in finalizers:
-        finalizers.append(DELETE_PROTECTION)
-    annotations[SIMULATED_SCHEDULER_ANNOTATION] = "true"
-    return True
-
-
-def _unprotect(claim: dict[str, Any]) -> bool:
-    if _is_allocated(claim):
-        return False  # allocated again meanwhile: the finalizer protects that allocation
-    metadata = _metadata(claim)
-    finalizers = metadata.get("finalizers") or []
-    annotations = metadata.get("annotations") or {}
-    if DELETE_PROTECTION not in finalizers and SIMULATED_SCHEDULER_ANNOTATION not in annotations:
-        return False
-    kept = [finalizer for finalizer in finalizers if finalizer != DELETE_PROTECTION]
-    if kept:
-        metadata["finalizers"] = kept
-    else:
-        metadata.pop("finalizers", None)
-    annotations.pop(SIMULATED_SCHEDULER_ANNOTATION, None)
-    return True
-
-
-def _reservation(
-    consumer: dict[str, str], allocation: dict[str, Any] | None
-) -> Callable[[dict[str, Any]], bool]:
-    """The status change that writes ``allocation`` (None: the claim is allocated already) and
-    adds ``consumer`` to ``reservedFor``."""
-
-    def reserve(claim: dict[str, Any]) -> bool:
-        status = _status(claim)
-        changed = False
-        written = status.get("allocation")
-        if allocation is not None and _devices_of(written) != _devices_of(allocation):
-            if written:
-                name = _metadata(claim).get("name")
-                raise Conflict(f"resourceclaim {name!r} was allocated meanwhile")
-            status["allocation"] = allocation
-            changed = True
-        reserved = status.setdefault("reservedFor", [])
-        if not any(entry.get("uid") == consumer["uid"] for entry in reserved):
-            reserved.append(dict(consumer))
-            changed = True
-        return changed
-
-    return reserve
-
-
-def _devices_of(allocation: dict[str, Any] | None) -> dict[str, Any] | None:
-    """An allocation without its time: what two writes of the same allocation share."""
-    if allocation is None:
-        return None
-    return {key: value for key, value in allocation.items() if key != "allocationTimestamp"}
-
-
-def _set_running(pod: dict[str, Any]) -> bool:
-    """What a kubelet would report once every container started: phase Running, the pod's
-    conditions true and each container ready (``kubectl get pods`` then reads ``1/1``)."""
-    status = _status(pod)
-    if status.get("phase") == "Running" and status.get("containerStatuses"):
-        return False
-    now = _now()
-    status["phase"] = "Running"
-    status.setdefault("startTime", now)
-    status["conditions"] = [
-        {"type": kind, "status": "True", "lastTransitionTime": now}
-        for kind in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
-    ] + [c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"]
-    status["containerStatuses"] = [
-        {
-            "name": container.get("name", ""),
-            "image": container.get("image", ""),
-            "imageID": "",
-            "ready": True,
-            "started": True,
-            "restartCount": 0,
-            "state": {"running": {"startedAt": now}},
-        }
-        for container in (pod.get("spec") or {}).get("containers") or []
-    ]
-    return True
 
 
 def start_simulated_scheduler(server: str, stop: threading.Event) -> threading.Thread:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlencode
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.cache import cache
 from django.db.models import Avg, Count, Exists, Max, OuterRef, Q
 from django.urls import reverse
@@ -56,7 +56,7 @@ def _gpus_by_model(dra_gpus: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def cluster_overview(user: AbstractBaseUser | AnonymousUser) -> dict[str, Any] | None:
+def cluster_overview(user: User | AnonymousUser) -> dict[str, Any] | None:
     """Nodes, whole GPUs by model, device states and the user's claims, or ``None`` while the
     mirror holds neither nodes nor devices. A fixed handful of queries; device states come from
     the column the mirror keeps, so free + shared + allocated + blocked + tainted = devices.
@@ -132,7 +132,7 @@ def _inventory_counts() -> dict[str, Any]:
     return found
 
 
-def _claim_counts(user: AbstractBaseUser) -> dict[str, int]:
+def _claim_counts(user: User) -> dict[str, int]:
     """The claims ``user`` may see: all, pending, allocated. Kept per user until the mirrored
     claims change (their resourceVersion) or ``COUNTS_SECONDS`` pass (memberships change)."""
     version = (

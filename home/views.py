@@ -14,12 +14,13 @@ from claims.usage.utilisation import scopes_utilisation
 from home.overview import cluster_overview
 from portal.models import ApiToken, ExternalIdentity, Membership, Quota, Tenant
 from toolkit.htmx import render_page, wants_fragment
+from toolkit.http import AuthenticatedHttpRequest
 
 __all__ = ["dashboard", "favicon"]
 
 
 @login_required
-def dashboard(request: HttpRequest) -> HttpResponse:
+def dashboard(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The whole page, or (htmx, every few seconds) the live cluster card and mirror banner.
     Someone in no tenant (and no portal admin) gets the "no tenant yet" page instead."""
     if not request.user.is_staff and not Tenant.objects.visible_to(request.user).exists():
@@ -45,7 +46,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     return render_page(request, "home/dashboard.html", "cluster-live", context)
 
 
-def no_tenant(request: HttpRequest) -> HttpResponse:
+def no_tenant(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Signed in but a member of no tenant: says why the portal shows nothing and whom to ask,
     with the groups that single sign-on maps to tenants (``OIDC_GROUP_MAP``) and the person's
     groups at their last sign-in."""

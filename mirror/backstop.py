@@ -31,7 +31,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 from django.utils import timezone
 
@@ -349,7 +349,7 @@ def check_backstop(tenant: Tenant) -> list[NamespaceCheck]:
     return results
 
 
-def repair_backstop(*, actor: AbstractBaseUser | None, tenant: Tenant) -> list[NamespaceCheck]:
+def repair_backstop(*, actor: User | AnonymousUser | None, tenant: Tenant) -> list[NamespaceCheck]:
     """Re-apply the desired object in every namespace of the tenant (never over a foreign
     one), record the outcome and audit the change (``BACKSTOP_REPAIRED``, per namespace the
     ``hard`` before and after) when anything changed. Raises ``Unavailable`` with nothing

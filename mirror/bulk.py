@@ -3,16 +3,35 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connection, models
 from django.utils import timezone
+
+if TYPE_CHECKING:
+    from django.db.models.options import Options
 
 __all__ = ["BATCH", "BulkWriter"]
 
 BATCH = 1000
 
 _encode_json = json.JSONEncoder(check_circular=False, separators=(",", ":")).encode
+
+
+def _field(meta: Options[Any], name: str) -> models.Field[Any, Any]:
+    """The field ``name`` (a field's name or attname): rows hold fields, never relations'
+    reverse sides."""
+    field = meta.get_field(name)
+    assert isinstance(field, models.Field)
+    return field
+
+
+def _column(meta: Options[Any], name: str) -> str:
+    """The column of the field ``name``: a concrete field's (only many-to-many fields have
+    none)."""
+    column = _field(meta, name).column
+    assert column is not None
+    return column
 
 
 class BulkWriter:
@@ -36,7 +55,7 @@ class BulkWriter:
         if not rows:
             return
         if not self.postgres:
-            model.objects.bulk_create([model(**row) for row in rows], batch_size=BATCH)
+            model._default_manager.bulk_create([model(**row) for row in rows], batch_size=BATCH)
             return
         self._copy(model, model._meta.db_table, names, rows)
 
@@ -52,7 +71,7 @@ class BulkWriter:
         if not rows:
             return
         if not self.postgres:
-            model.objects.bulk_create(
+            model._default_manager.bulk_create(
                 [model(**row) for row in rows],
                 batch_size=BATCH,
                 update_conflicts=True,
@@ -62,12 +81,11 @@ class BulkWriter:
             return
         quote = connection.ops.quote_name
         meta = model._meta
-        columns = ", ".join(quote(meta.get_field(name).column) for name in names)
+        columns = ", ".join(quote(_column(meta, name)) for name in names)
         stage = quote(f"mirror_stage_{meta.db_table}")
-        conflict = ", ".join(quote(meta.get_field(name).column) for name in unique)
+        conflict = ", ".join(quote(_column(meta, name)) for name in unique)
         assignments = ", ".join(
-            f"{quote(meta.get_field(n).column)} = EXCLUDED.{quote(meta.get_field(n).column)}"
-            for n in update
+            f"{quote(_column(meta, n))} = EXCLUDED.{quote(_column(meta, n))}" for n in update
         )
         table = quote(meta.db_table)
         with connection.cursor() as cursor:
@@ -87,7 +105,7 @@ class BulkWriter:
     ) -> None:
         """``COPY`` rows into ``table``; a missing value takes the field's default, ``auto_now``
         fields the current time, as Django's inserts do."""
-        fields = [model._meta.get_field(name) for name in names]
+        fields = [_field(model._meta, name) for name in names]
         columns = list(zip(names, [f.get_default() for f in fields], strict=True))
         stamped = [
             i
@@ -100,7 +118,8 @@ class BulkWriter:
         now = timezone.now()
         encode = self._encode
         quote = connection.ops.quote_name
-        sql = f"COPY {quote(table)} ({', '.join(quote(f.column) for f in fields)}) FROM STDIN"
+        column_list = ", ".join(quote(_column(model._meta, name)) for name in names)
+        sql = f"COPY {quote(table)} ({column_list}) FROM STDIN"
         with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
             for row in rows:
                 values = [row.get(name, default) for name, default in columns]

@@ -129,7 +129,7 @@ def is_newer(incoming: str, stored: str | None) -> bool:
 
 def stored_versions(kind: Kind, uids: Iterable[str] | None = None) -> dict[str, str]:
     """uid → resourceVersion of the stored rows (all of them, or those with ``uids``)."""
-    queryset = MODELS[kind].objects.all()
+    queryset = MODELS[kind]._default_manager.all()
     if uids is not None:
         queryset = queryset.filter(uid__in=list(uids))
     return dict(queryset.values_list("uid", "resource_version"))
@@ -168,17 +168,19 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
         # A slice moving to another pool changes the pool it leaves, too.
         touched |= {
             (driver, pool, "")
-            for driver, pool in model.objects.filter(uid__in=list(keyed)).values_list(
+            for driver, pool in model._default_manager.filter(uid__in=list(keyed)).values_list(
                 "driver", "pool_name"
             )
         }
     if kind in (Kind.DEVICE_CLASSES, Kind.NODES):
         stored = dict(
-            model.objects.filter(uid__in=list(keyed)).values_list("uid", "resource_version")
+            model._default_manager.filter(uid__in=list(keyed)).values_list(
+                "uid", "resource_version"
+            )
         )
         if any(stored.get(uid) != m.fields.get("resource_version") for uid, m in keyed.items()):
             _record_kind(kind)
-    existing = dict(model.objects.filter(uid__in=list(keyed)).values_list("uid", "pk"))
+    existing = dict(model._default_manager.filter(uid__in=list(keyed)).values_list("uid", "pk"))
     rows = {uid: {**m.fields, "problems": m.problems} for uid, m in keyed.items()}
     if kind == Kind.RESOURCE_CLAIMS:
         _set_tenants(rows)
@@ -196,7 +198,7 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
         pks = dict(existing)
         if len(pks) < len(keyed):
             fresh = [uid for uid in keyed if uid not in existing]
-            pks.update(model.objects.filter(uid__in=fresh).values_list("uid", "pk"))
+            pks.update(model._default_manager.filter(uid__in=fresh).values_list("uid", "pk"))
         stored = {uid: keyed[uid] for uid in existing}
         if kind == Kind.RESOURCE_SLICES:
             added = _replace_slice_children(writer, keyed, stored, pks)
@@ -304,7 +306,7 @@ def _free_reused_names(model: type[models.Model], keyed: dict[str, Mapped]) -> s
     wanted = {(m.fields["namespace"], m.fields["name"]) for m in keyed.values()}
     stale = {
         pk: uid
-        for pk, uid, namespace, name in model.objects.filter(
+        for pk, uid, namespace, name in model._default_manager.filter(
             name__in={name for _, name in wanted}
         ).values_list("pk", "uid", "namespace", "name")
         if (namespace, name) in wanted and uid not in keyed
@@ -315,7 +317,7 @@ def _free_reused_names(model: type[models.Model], keyed: dict[str, Mapped]) -> s
     if model is ResourceClaim:
         held = claim_device_keys(Q(claim_id__in=list(stale)))
         AllocationRecord.objects.close_claims(stale.values())  # the old claim is gone
-    model.objects.filter(pk__in=list(stale)).delete()
+    model._default_manager.filter(pk__in=list(stale)).delete()
     return held
 
 
@@ -491,7 +493,7 @@ def delete_missing(
     listed_at = _version(list_version)
     gone = [
         uid
-        for uid, version in model.objects.values_list("uid", "resource_version")
+        for uid, version in model._default_manager.values_list("uid", "resource_version")
         if uid not in seen_uids and (listed_at is None or (_version(version) or 0) <= listed_at)
     ]
     deleted = 0
@@ -513,7 +515,7 @@ def _delete(kind: Kind, uids: list[str], pending: set[PoolKey] | None = None) ->
     pools: set[tuple[str, str]] = set()
     if kind == Kind.RESOURCE_SLICES:
         pools = set(ResourceSlice.objects.filter(uid__in=uids).values_list("driver", "pool_name"))
-    MODELS[kind].objects.filter(uid__in=uids).delete()
+    MODELS[kind]._default_manager.filter(uid__in=uids).delete()
     if pools:
         # Results holding a deleted device now point at nothing, or at the same device in
         # another slice of its pool.

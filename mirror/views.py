@@ -46,7 +46,7 @@ def rows_per_kind() -> list[KindRows]:
     (``problems != []``): one query per kind."""
     counts = []
     for kind in MIRRORED_KINDS:
-        totals = MODELS[kind].objects.aggregate(
+        totals = MODELS[kind]._default_manager.aggregate(
             rows=Count("pk"), malformed=Count("pk", filter=~Q(problems=[]))
         )
         counts.append(KindRows(str(kind), totals["rows"], totals["malformed"]))

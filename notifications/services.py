@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, User
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
@@ -69,7 +69,7 @@ def link(path: str) -> str:
 # -- preferences ------------------------------------------------------------------------------
 
 
-def save_preferences(*, user: AbstractBaseUser, email: Mapping[str, bool]) -> dict[Event, bool]:
+def save_preferences(*, user: User, email: Mapping[str, bool]) -> dict[Event, bool]:
     """Makes ``email`` (event → wanted; an event left out is off) the user's email choices."""
     with transaction.atomic():
         for event in Event:
@@ -480,7 +480,7 @@ def _high_measures(check: QuotaCheck, percent: int) -> list[dict[str, Any]]:
     """The measures of ``check`` at or above ``percent`` of their limit."""
     quota, usage = check.quota, check.usage
     assert quota is not None
-    measures = [
+    measures: list[tuple[str, int, int | None, Callable[[int], str]]] = [
         ("devices", usage.total_devices, quota.max_devices, str),
         ("device memory", usage.total_memory_bytes, quota.max_device_memory, format_gib),
         ("claims", usage.total_claims, quota.max_claims, str),

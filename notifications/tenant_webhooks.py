@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
@@ -23,7 +23,7 @@ from portal.services.tenants import save_tenant
 __all__ = ["remove_webhook", "rotate_webhook_secret", "send_test_event", "set_webhook_url"]
 
 
-def set_webhook_url(*, actor: AbstractBaseUser, tenant: Tenant, url: str) -> tuple[Tenant, str]:
+def set_webhook_url(*, actor: User, tenant: Tenant, url: str) -> tuple[Tenant, str]:
     """Points the tenant's webhook at ``url`` (http or https only, to an address deliveries
     accept: ``check_webhook_receiver``); audited. A webhook without a secret gets one: answers
     the tenant and the new secret ("" when it kept its own)."""
@@ -36,18 +36,18 @@ def set_webhook_url(*, actor: AbstractBaseUser, tenant: Tenant, url: str) -> tup
     return save_tenant(actor=actor, tenant=tenant, **fields), secret
 
 
-def rotate_webhook_secret(*, actor: AbstractBaseUser, tenant: Tenant) -> tuple[Tenant, str]:
+def rotate_webhook_secret(*, actor: User, tenant: Tenant) -> tuple[Tenant, str]:
     """Gives the tenant a new webhook secret (shown to the caller once); audited."""
     secret = new_secret()
     return save_tenant(actor=actor, tenant=tenant, webhook_secret=secret), secret
 
 
-def remove_webhook(*, actor: AbstractBaseUser, tenant: Tenant) -> Tenant:
+def remove_webhook(*, actor: User, tenant: Tenant) -> Tenant:
     """No more deliveries: the URL and the secret are cleared; audited."""
     return save_tenant(actor=actor, tenant=tenant, webhook_url="", webhook_secret="")
 
 
-def send_test_event(*, actor: AbstractBaseUser, tenant: Tenant) -> WebhookDelivery:
+def send_test_event(*, actor: User, tenant: Tenant) -> WebhookDelivery:
     """Queues a ``test`` event to the tenant's webhook (refused when it has none)."""
     if not tenant.webhook_url:
         raise ValidationError("This tenant has no webhook yet: save its URL first.")

@@ -6,7 +6,7 @@ a 404 (its existence is not revealed); one they may see but not change is a 403.
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
@@ -15,9 +15,7 @@ from portal.models import Tenant
 __all__ = ["get_tenant_for_user"]
 
 
-def get_tenant_for_user(
-    user: AbstractBaseUser | AnonymousUser, slug: str, *, write: bool = False
-) -> Tenant:
+def get_tenant_for_user(user: User | AnonymousUser, slug: str, *, write: bool = False) -> Tenant:
     tenant = Tenant.objects.visible_to(user).filter(slug=slug).first()
     if tenant is None:
         raise Http404("No such tenant.")

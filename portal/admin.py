@@ -59,13 +59,15 @@ class QuotaForm(ModelForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
+        assert cleaned is not None  # ModelForm.clean answers cleaned_data
         try:
             tenant_services.validate_quota(
                 device_class_name=cleaned.get("device_class_name") or "",
                 max_lease=cleaned.get("max_lease"),
             )
         except ValidationError as error:
-            self._update_errors(error)
+            # The model form's own error path (its fields' messages); django-stubs omit it.
+            self._update_errors(error)  # type: ignore[attr-defined]
         return cleaned
 
 

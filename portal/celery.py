@@ -27,7 +27,7 @@ from typing import Any
 
 from celery import Celery, signals
 from django.db import transaction
-from kombu import Queue
+from kombu.entity import Queue
 from kombu.exceptions import OperationalError as BrokerUnavailable
 
 from portal.logs import current_request_id, log_context
@@ -163,7 +163,7 @@ def _forget_pool_process(pid: int | None = None, **kwargs: Any) -> None:
     if multiprocess_dir() is not None:
         from prometheus_client import multiprocess
 
-        multiprocess.mark_process_dead(pid or os.getpid())  # type: ignore[no-untyped-call]
+        multiprocess.mark_process_dead(pid or os.getpid())
 
 
 def start_embedded_beat(

@@ -310,7 +310,7 @@ class ApiTokenForm(forms.Form):
             choices.append((self.LONGEST, f"{limit} (the longest allowed)"))
         default = str(self.DEFAULT_DAYS)
         self.lifetime_choices = choices
-        self.fields["lifetime"].widget.choices = choices  # type: ignore[attr-defined]
+        self.fields["lifetime"].widget.choices = choices
         self.fields["lifetime"].initial = (
             default if any(value == default for value, _ in choices) else self.LONGEST
         )

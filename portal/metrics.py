@@ -69,7 +69,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 # No "_created" series: in the classic text format each would be one more gauge per child.
-disable_created_metrics()  # type: ignore[no-untyped-call]
+disable_created_metrics()
 
 PREFIX = "dra_portal"
 # The classic text format, which every Prometheus reads (the client library's newer default,
@@ -252,7 +252,7 @@ def _live_registry() -> Collector:
     if multiprocess_dir() is None:
         return REGISTRY
     registry = CollectorRegistry()
-    multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+    multiprocess.MultiProcessCollector(registry)
     return registry
 
 

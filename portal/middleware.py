@@ -226,7 +226,7 @@ class ProbeMiddleware:
             except Resolver404:
                 return self.get_response(request)
             request.resolver_match = match
-            return match.func(request, *match.args, **match.kwargs)  # type: ignore[no-any-return]
+            return match.func(request, *match.args, **match.kwargs)
         return self.get_response(request)
 
 

@@ -14,6 +14,7 @@ import os
 import secrets
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -148,7 +149,10 @@ TEMPLATES = [
 ]
 
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    # Django reads DATABASES as plain dicts (dj-database-url types its result as a TypedDict).
+    DATABASES: dict[str, dict[str, Any]] = {
+        "default": dict(dj_database_url.parse(DATABASE_URL, conn_max_age=60))
+    }
     # A persistent connection broken by a database restart is replaced at its next use.
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
@@ -300,7 +304,7 @@ QUERY_STRING_MAX_BYTES = env_int("QUERY_STRING_MAX_BYTES", 4096)
 QUERY_PARAMETERS_MAX = env_int("QUERY_PARAMETERS_MAX", 50)
 API_JSON_MAX_DEPTH = env_int("API_JSON_MAX_DEPTH", 64)
 
-REST_FRAMEWORK = {
+REST_FRAMEWORK: dict[str, Any] = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "portal.api.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",

@@ -4,7 +4,7 @@ the one way a list page goes from its FilterSet to a table page (``render_list``
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.core.paginator import Paginator
@@ -17,6 +17,9 @@ from django_tables2.data import TableQuerysetData
 from django_tables2.rows import BoundRows
 
 from toolkit.paging import keys_first
+
+if TYPE_CHECKING:
+    from django_htmx.middleware import HtmxDetails
 
 __all__ = [
     "DEFAULT_PER_PAGE",
@@ -38,8 +41,10 @@ def wants_fragment(request: HttpRequest) -> bool:
 
     Boosted requests and history restores need the whole page, so they get it.
     """
-    htmx = getattr(request, "htmx", None)
-    return bool(htmx) and not htmx.boosted and not htmx.history_restore_request
+    htmx: HtmxDetails | None = getattr(request, "htmx", None)  # django-htmx's middleware
+    if not htmx:
+        return False
+    return not htmx.boosted and not htmx.history_restore_request
 
 
 def render_page(
@@ -108,7 +113,7 @@ class KeyFirstPaginator(Paginator):
         if top + self.orphans >= self.count:
             top = self.count
         records = keys_first(data.data, bottom, top)  # read when the page is rendered, once
-        return self._get_page(
+        return self._get_page(  # type: ignore[attr-defined]  # django-stubs omit this hook
             BoundRows(data=records, table=rows.table, pinned_data=rows.pinned_data), number, self
         )
 

@@ -11,19 +11,19 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 import msgspec
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import connections
-from django.db.models import CharField, OuterRef, QuerySet, Subquery, TextField, Value
+from django.db.models import CharField, Model, OuterRef, QuerySet, Subquery, TextField, Value
 from django.db.models.functions import Cast, Concat
 from django.urls import reverse
 from django.utils.http import RFC3986_SUBDELIMS
 from rest_framework.request import Request
 
-from devices.models import Device, ResourceSlice
+from devices.models import Device, NamespacedQuerySet, ResourceSlice
 
 __all__ = ["DeviceRows"]
 
@@ -100,13 +100,15 @@ class DeviceRows:
         )
 
     # The claim models are reached through the relation: this app does not import claims.
-    results_model = Device.allocations.rel.related_model  # type: ignore[attr-defined]
-    claims_model = results_model._meta.get_field("claim").related_model
+    results_model = Device.allocations.rel.related_model
+    # A foreign key's related model, never None; its manager (its only one) makes
+    # NamespacedQuerySets.
+    claims_model = cast("type[Model]", results_model._meta.get_field("claim").related_model)
 
     def __init__(
         self,
         request: Request,
-        user: AbstractBaseUser | AnonymousUser,
+        user: User | AnonymousUser,
         *,
         every_visible_claim: bool = False,
         raw_json: bool = False,
@@ -177,7 +179,7 @@ class DeviceRows:
         if isinstance(device_ids, list) and not device_ids:
             return found
         results = list(
-            self.results_model.objects.filter(device_id__in=device_ids)
+            self.results_model._default_manager.filter(device_id__in=device_ids)
             .order_by("admin_access", "pk")
             .values_list("device_id", "admin_access", "claim_id", "request", "share_id")
         )
@@ -196,7 +198,8 @@ class DeviceRows:
     def _claims_among(self, claim_ids: Iterable[int] | None) -> dict[int, tuple[str, str]]:
         """``{pk: ("namespace/name", url)}`` of the claims among ``claim_ids`` that the user may
         see (``visible_to``): the names of the others are never read."""
-        claims = self.claims_model.objects.visible_to(self.user)
+        gate = cast(NamespacedQuerySet, self.claims_model._default_manager.get_queryset())
+        claims = gate.visible_to(self.user)
         if claim_ids is not None:
             claims = claims.filter(pk__in=claim_ids)
         link = self.claim_link

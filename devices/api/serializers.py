@@ -98,7 +98,9 @@ class DeviceSerializer(serializers.ModelSerializer):
 
     url = serializers.SerializerMethodField()
     pool = serializers.CharField(source="pool_name", read_only=True)
-    resource_slice = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    resource_slice: serializers.SlugRelatedField[ResourceSlice] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
     state = serializers.CharField(
         read_only=True, help_text="free, allocated, shared, blocked or tainted"
     )
@@ -145,7 +147,7 @@ class DeviceSerializer(serializers.ModelSerializer):
         request = self.context.get("request")
         return [
             _holder(result, request)
-            for result in device.allocations.all()  # type: ignore[attr-defined]
+            for result in device.allocations.all()
             if result.admin_access == admin_access
         ]
 

@@ -47,6 +47,10 @@ class DeviceClass(MirroredObject):
 
     objects = DeviceClassQuerySet.as_manager()
 
+    # Set on the rows of ``DeviceClass.objects.with_device_counts()`` only.
+    matching_device_count: int
+    free_device_count: int
+
     class Meta:
         ordering = ["name"]
         verbose_name_plural = "device classes"

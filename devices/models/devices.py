@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from django.db import models
 from django.db.models import Count, Prefetch, Q
 from django.urls import reverse
 
+from devices.models.mirror import NamespacedQuerySet
 from devices.models.resource_slices import ResourceSlice
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+    from django.contrib.auth.models import AnonymousUser, User
 
 __all__ = ["Device", "DeviceQuerySet", "DeviceState"]
 
@@ -25,7 +26,7 @@ class DeviceState(models.TextChoices):
 
 
 class DeviceQuerySet(models.QuerySet["Device"]):
-    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> DeviceQuerySet:
+    def visible_to(self, user: User | AnonymousUser) -> DeviceQuerySet:
         """Inventory is visible to every signed-in user; who holds a device is gated per claim."""
         return self.all() if user.is_authenticated else self.none()
 
@@ -88,9 +89,7 @@ class DeviceQuerySet(models.QuerySet["Device"]):
     def on_node(self, node_name: str) -> DeviceQuerySet:
         return self.filter(node_name=node_name)
 
-    def with_holders(
-        self, user: AbstractBaseUser | AnonymousUser, *, consumers: bool = True
-    ) -> DeviceQuerySet:
+    def with_holders(self, user: User | AnonymousUser, *, consumers: bool = True) -> DeviceQuerySet:
         """Prefetches every device's allocation results (``allocations``) and, of their claims,
         only those ``user`` may see, through the claims' own ``visible_to`` gate, as
         ``result.visible_claim``: ``None`` for a claim in another tenant, which can then only
@@ -102,9 +101,14 @@ class DeviceQuerySet(models.QuerySet["Device"]):
         claims app above it."""
         results = Device.allocations.rel.related_model
         claims = results._meta.get_field("claim").related_model
-        visible = claims.objects.visible_to(user).only("pk", "namespace", "name")
+        assert claims is not None  # a foreign key's
+        # The claim model's manager (its only one) makes NamespacedQuerySets.
+        gate = cast(NamespacedQuerySet, claims._default_manager.get_queryset())
+        visible = gate.visible_to(user).only("pk", "namespace", "name")
         return self.prefetch_related(
-            Prefetch("allocations", queryset=results.objects.order_by("admin_access", "pk")),
+            Prefetch(
+                "allocations", queryset=results._default_manager.order_by("admin_access", "pk")
+            ),
             Prefetch(
                 "allocations__claim",
                 queryset=visible.prefetch_related("consumers") if consumers else visible,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from django.db import models
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+    from django.contrib.auth.models import AnonymousUser, User
 
 __all__ = ["MirroredObject", "NamespacedQuerySet"]
 
@@ -15,7 +15,7 @@ __all__ = ["MirroredObject", "NamespacedQuerySet"]
 class NamespacedQuerySet(models.QuerySet):
     """Gate for mirrored objects that live in a namespace (claims, templates, pods)."""
 
-    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> NamespacedQuerySet:
+    def visible_to(self, user: User | AnonymousUser) -> Self:
         """Portal admins see everything; others what is in their tenants' namespaces."""
         if not user.is_authenticated:
             return self.none()

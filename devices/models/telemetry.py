@@ -87,6 +87,9 @@ class TelemetrySource(models.Model):
     # target): counted, never stored.
     last_unmatched_count = models.PositiveIntegerField(default=0)
 
+    # Set by the Telemetry page on the sources it lists (enabled and ``is_stale``).
+    stale: bool
+
     class Meta:
         ordering = ["name"]
 
@@ -219,7 +222,9 @@ class TimeIndex(models.Index):
         statement = super().create_sql(model, schema_editor, using=" USING brin", **kwargs)
         # 16 pages a range (not 128): finding one cycle's samples rechecks a few thousand rows
         # of neighbouring cycles instead of ~500,000 at 40,000 GPUs.
-        statement.parts["extra"] = " WITH (pages_per_range = 16)" + statement.parts["extra"]
+        # The stubs type every part as a Table; "extra" is text.
+        parts: dict[str, Any] = statement.parts
+        parts["extra"] = " WITH (pages_per_range = 16)" + parts["extra"]
         return statement
 
 

@@ -8,12 +8,13 @@ import datetime
 import gc
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Avg, Count, F, Max, Q, Sum
+from django.db.models import Avg, Count, F, Max, Q, QuerySet, Sum
 from django.utils import timezone
 
 from devices.models import (
@@ -112,8 +113,8 @@ def _ingest_source(
     health: dict[str, object] = {}
     try:
         collected = collect(source, now)
-    except SourceError as error:
-        message = str(error)[:2000]
+    except SourceError as failure:
+        message = str(failure)[:2000]
         logger.warning("telemetry source %s: %s", source.name, message)
         TelemetrySource.objects.filter(pk=source.pk).update(
             last_error=message, last_duration_ms=round((time.monotonic() - started) * 1000)
@@ -238,6 +239,7 @@ def _roll_up_bucket(resolution: Resolution, start: datetime.datetime) -> int:
                 {"resolution": resolution.value, "start": start, "end": end},
             )
             return cursor.rowcount
+    rows: QuerySet[Any, Mapping[str, Any]]
     if resolution is Resolution.FIVE_MINUTES:
         rows = (
             DeviceSample.objects.filter(sampled_at__gte=start, sampled_at__lt=end)

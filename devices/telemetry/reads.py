@@ -105,11 +105,12 @@ def gpu_history(
             .order_by("bucket_start")
             .values_list("bucket_start", "util", "used", "power")
         )
-        buckets: dict[datetime.datetime, list[tuple]] = defaultdict(list)
+        buckets: dict[datetime.datetime, list[list[float | None]]] = defaultdict(list)
         for moment, *values in _samples(telemetry_ids, max(tail, since)):
             buckets[resolution.bucket_of(moment)].append(values)
-        for bucket, values in sorted(buckets.items()):
-            rows.append((bucket, *(_mean(list(column)) for column in zip(*values, strict=True))))
+        for bucket, samples in sorted(buckets.items()):
+            util, used, power = (_mean(list(column)) for column in zip(*samples, strict=True))
+            rows.append((bucket, util, used, power))
     totals = [r.fb_total_mib for r in readings if r.fb_total_mib]
     average_total = sum(totals) / len(totals) if totals else None
     return History(

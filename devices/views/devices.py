@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
@@ -91,7 +91,9 @@ class Holder:
 def holders_of(device: Device) -> tuple[list[Holder], list[Holder]]:
     """(holders, admin-access observers) of a device fetched ``with_holders(user)``; each
     visible claim with the pods it is reserved for (one query for every pod)."""
-    results = list(device.allocations.all())  # type: ignore[attr-defined]
+    # claims.AllocatedDevice rows, each with the ``visible_claim`` the prefetch set on it (a
+    # type this app cannot name: it does not import the claims app above it).
+    results: list[Any] = list(device.allocations.all())
     wanted = {
         (result.visible_claim.namespace, consumer.name)
         for result in results
@@ -124,7 +126,9 @@ def device_list(request: HttpRequest) -> HttpResponse:
     queryset = Device.objects.visible_to(request.user).defer(*LIST_DEFERRED)
     filterset = DeviceFilterSet(request.GET, queryset=queryset)
     active = {
-        name: value for name, value in request.GET.items() if name in filterset.filters and value
+        name: value
+        for name, value in request.GET.items()
+        if name in filterset.filters and isinstance(value, str) and value
     }
     return render_list(
         request,
@@ -141,7 +145,10 @@ def _filter_choices() -> dict[str, Any]:
     """Values offered by the filter form's selects (``offer_choices``); cached briefly, as
     scanning every device for its distinct drivers, models and nodes on each page view would
     dominate the page."""
-    values = cache.get_or_set(FILTER_CHOICES_KEY, _compute_filter_choices, FILTER_CHOICES_SECONDS)
+    values = cast(
+        "dict[str, Any]",
+        cache.get_or_set(FILTER_CHOICES_KEY, _compute_filter_choices, FILTER_CHOICES_SECONDS),
+    )
     return {
         "node": ("All nodes", values["nodes"]),
         "driver": ("All drivers", values["drivers"]),

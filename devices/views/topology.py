@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils import timezone
 
-from devices.models import Device, DeviceState, DeviceTelemetry, Node, SharedCounterSet
+from devices.models import (
+    Device,
+    DeviceState,
+    DeviceTelemetry,
+    NamespacedQuerySet,
+    Node,
+    SharedCounterSet,
+)
 from devices.telemetry.reads import is_stale, shows_simulated
 from devices.topology import Holders, Reading, node_topology
 from devices.topology_drawing import draw
@@ -56,16 +63,19 @@ def _holders(name: str, user: Any) -> dict[int, Holders]:
     reached through the relation, as this app does not import the claims app above it."""
     results = Device.allocations.rel.related_model
     claims = results._meta.get_field("claim").related_model
+    assert claims is not None  # a foreign key's
     rows = list(
-        results.objects.filter(device__node_name=name, admin_access=False)
+        results._default_manager.filter(device__node_name=name, admin_access=False)
         .order_by("pk")
         .values_list("device_id", "claim_id")
     )
     if not rows:
         return {}
+    # The claim model's manager (its only one) makes NamespacedQuerySets.
+    gate = cast(NamespacedQuerySet, claims._default_manager.get_queryset())
     visible = {
         claim.pk: claim
-        for claim in claims.objects.visible_to(user)
+        for claim in gate.visible_to(user)
         .filter(pk__in={claim for _, claim in rows})
         .only("pk", "namespace", "name")
     }

@@ -34,6 +34,9 @@ comprehensions or size-multiplying operations (:data:`HEAVY`) is not rewritten a
 cost is linear in the device values it reads and cannot come near the limit.
 
 Functions implemented in Python (:data:`SELF_CHARGED`) charge their rule themselves.
+
+Longer than the house's ~600 lines because it follows upstream cel-go's
+``interpreter/runtimecost.go`` and ``checker/cost.go`` function by function.
 """
 
 from __future__ import annotations

@@ -102,7 +102,9 @@ class IsoDurationField(serializers.Field):
 
 
 class MembershipSerializer(serializers.ModelSerializer):
-    tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    tenant: serializers.SlugRelatedField[Tenant] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
     username = serializers.CharField(source="user.username", read_only=True)
 
     class Meta:
@@ -198,7 +200,7 @@ class QuotaSerializer(serializers.ModelSerializer):
 
 
 class AuditEventSerializer(serializers.ModelSerializer):
-    tenant = serializers.SlugRelatedField(
+    tenant: serializers.SlugRelatedField[Tenant] = serializers.SlugRelatedField(
         slug_field="slug",
         read_only=True,
         allow_null=True,

@@ -21,6 +21,7 @@ from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
 from portal.access import get_tenant_for_user
@@ -79,14 +80,14 @@ class TenantViewSet(viewsets.ModelViewSet):
     def get_queryset(self) -> QuerySet[Tenant]:
         return Tenant.objects.visible_to(self.request.user).prefetch_related("namespaces")
 
-    def perform_create(self, serializer: TenantSerializer) -> None:
+    def perform_create(self, serializer: BaseSerializer[Tenant]) -> None:
         data: dict[str, Any] = dict(serializer.validated_data)
         namespaces = data.pop("namespaces", [])
         serializer.instance = tenant_services.save_tenant(
             actor=self.request.user, tenant=None, namespaces=namespaces, **data
         )
 
-    def perform_update(self, serializer: TenantSerializer) -> None:
+    def perform_update(self, serializer: BaseSerializer[Tenant]) -> None:
         data: dict[str, Any] = dict(serializer.validated_data)
         namespaces = data.pop("namespaces", None)
         serializer.instance = tenant_services.save_tenant(
@@ -208,14 +209,14 @@ class QuotaViewSet(viewsets.ModelViewSet):
             .select_related("tenant")
         )
 
-    def _save(self, serializer: QuotaSerializer) -> None:
+    def _save(self, serializer: BaseSerializer[Quota]) -> None:
         data: dict[str, Any] = dict(serializer.validated_data)
         previous = serializer.instance
         if previous is not None:
             data.setdefault("tenant", previous.tenant)
             data.setdefault("device_class_name", previous.device_class_name)
         # A PATCH keeps what it does not name: save_quota resets what it is not given.
-        limits = {
+        limits: dict[str, Any] = {
             key: data.get(key, getattr(previous, key, None))
             for key in tenant_services.QUOTA_FIELDS
             if key != "device_class_name"

@@ -10,13 +10,13 @@ from django.db import models
 from portal.models.tenants import Tenant
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+    from django.contrib.auth.models import AnonymousUser, User
 
 __all__ = ["AuditEvent", "AuditEventQuerySet"]
 
 
 class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
-    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> AuditEventQuerySet:
+    def visible_to(self, user: User | AnonymousUser) -> AuditEventQuerySet:
         """Portal admins see every event; tenant admins see their tenants' events."""
         if not user.is_authenticated:
             return self.none()

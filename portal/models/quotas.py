@@ -4,29 +4,28 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from django.apps import apps
 from django.db import models
 
+from portal.inventory import device_classes
 from portal.models.tenants import Tenant
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+    from django.contrib.auth.models import AnonymousUser, User
 
 __all__ = ["Quota", "QuotaQuerySet"]
 
 
 class QuotaQuerySet(models.QuerySet["Quota"]):
-    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> QuotaQuerySet:
+    def visible_to(self, user: User | AnonymousUser) -> QuotaQuerySet:
         """Quotas of the tenants the user may see."""
         return self.filter(tenant__in=Tenant.objects.visible_to(user))
 
     def with_cluster_presence(self) -> QuotaQuerySet:
         """Annotates ``device_class_in_cluster``: whether the mirror holds a DeviceClass of that
-        name. The model comes from the app registry: ``portal`` may not import ``devices``."""
-        device_class = apps.get_model("devices", "DeviceClass")
+        name (``portal.inventory``: ``portal`` may not import ``devices``)."""
         return self.annotate(
             device_class_in_cluster=models.Exists(
-                device_class.objects.filter(name=models.OuterRef("device_class_name"))
+                device_classes().filter(name=models.OuterRef("device_class_name"))
             )
         )
 

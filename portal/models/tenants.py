@@ -13,7 +13,7 @@ from portal.models.roles import Role
 from portal.models.validators import validate_printable_text
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+    from django.contrib.auth.models import AnonymousUser, User
 
 __all__ = ["Tenant", "TenantNamespace", "TenantQuerySet", "dns_label_validator"]
 
@@ -29,7 +29,7 @@ dns_label_validator = RegexValidator(
 
 
 class TenantQuerySet(models.QuerySet["Tenant"]):
-    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> TenantQuerySet:
+    def visible_to(self, user: User | AnonymousUser) -> TenantQuerySet:
         """Tenants the user may see: all for portal admins (staff), their own for members."""
         if not user.is_authenticated:
             return self.none()
@@ -37,7 +37,7 @@ class TenantQuerySet(models.QuerySet["Tenant"]):
             return self.all()
         return self._with_membership(user=user)
 
-    def administered_by(self, user: AbstractBaseUser | AnonymousUser) -> TenantQuerySet:
+    def administered_by(self, user: User | AnonymousUser) -> TenantQuerySet:
         """Tenants the user may change: all for portal admins, those they are tenant admin of."""
         if not user.is_authenticated:
             return self.none()

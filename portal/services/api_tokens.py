@@ -6,7 +6,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -46,7 +46,7 @@ class TokenPolicy:
         )
 
 
-def token_policy(user: AbstractBaseUser) -> TokenPolicy | None:
+def token_policy(user: User) -> TokenPolicy | None:
     """The lifetime limit that applies to ``user``'s new tokens; None when no tenant of theirs
     sets one. A token acts in every tenant of its user, so the shortest limit wins."""
     tenant = (
@@ -73,9 +73,7 @@ def lifetime_refusal(lifetime: dt.timedelta | None, policy: TokenPolicy | None) 
     return None
 
 
-def issue_api_token(
-    *, user: AbstractBaseUser, name: str, lifetime: dt.timedelta | None
-) -> IssuedToken:
+def issue_api_token(*, user: User, name: str, lifetime: dt.timedelta | None) -> IssuedToken:
     """Creates a token for ``user``; the clear secret is returned here and nowhere else.
 
     ``lifetime=None`` means the token never expires, unless a tenant of the user limits token
@@ -113,7 +111,7 @@ def issue_api_token(
     return IssuedToken(token=token, secret=secret)
 
 
-def revoke_api_token(*, user: AbstractBaseUser, token_id: int) -> ApiToken:
+def revoke_api_token(*, user: User, token_id: int) -> ApiToken:
     """Revokes one of the user's own tokens. Revoking twice is harmless (idempotent).
 
     Raises ``ApiToken.DoesNotExist`` for a token that is not the user's.

@@ -6,7 +6,7 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import models
 from django.forms.models import model_to_dict
 
@@ -36,7 +36,7 @@ def snapshot(instance: models.Model, fields: list[str] | None = None) -> dict[st
 
 def record_event(
     *,
-    actor: AbstractBaseUser | None,
+    actor: User | AnonymousUser | None,
     action: AuditEvent.Action,
     obj: models.Model,
     tenant: Tenant | None = None,

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from portal.models import AuditEvent, ExternalIdentity, Membership, Tenant
@@ -35,7 +35,7 @@ class SignInRefused(Exception):
     tells them why and whom to ask."""
 
 
-def sign_in_with_provider(*, issuer: str, claims: Mapping[str, Any]) -> AbstractUser:
+def sign_in_with_provider(*, issuer: str, claims: Mapping[str, Any]) -> User:
     """The user for the provider's verified ``claims`` (ID token and userinfo), created on
     first sign-in, with memberships and admin flags brought in line with the claims' groups.
 
@@ -81,7 +81,7 @@ def sign_in_with_provider(*, issuer: str, claims: Mapping[str, Any]) -> Abstract
     return user
 
 
-def _user_for_new_identity(claims: Mapping[str, Any]) -> AbstractUser:
+def _user_for_new_identity(claims: Mapping[str, Any]) -> User:
     claim = settings.OIDC_USERNAME_CLAIM
     username = claims.get(claim)
     if not isinstance(username, str) or not username.strip():
@@ -94,7 +94,9 @@ def _user_for_new_identity(claims: Mapping[str, Any]) -> AbstractUser:
     username = username.strip()
     try:
         user_model.username_validator(username)
-        if len(username) > user_model._meta.get_field("username").max_length:
+        max_length = user_model._meta.get_field("username").max_length
+        assert max_length is not None  # AbstractUser's username has one (150)
+        if len(username) > max_length:
             raise ValidationError("too long")
     except ValidationError:
         raise SignInRefused(
@@ -118,7 +120,7 @@ def _user_for_new_identity(claims: Mapping[str, Any]) -> AbstractUser:
     return existing
 
 
-def _update_profile(user: AbstractUser, claims: Mapping[str, Any]) -> None:
+def _update_profile(user: User, claims: Mapping[str, Any]) -> None:
     changed = []
     for field, claim in (
         ("email", "email"),
@@ -127,7 +129,8 @@ def _update_profile(user: AbstractUser, claims: Mapping[str, Any]) -> None:
     ):
         value = claims.get(claim)
         if isinstance(value, str):
-            value = value.strip()[: user._meta.get_field(field).max_length]
+            column = cast("models.Field[Any, Any]", user._meta.get_field(field))  # User's own
+            value = value.strip()[: column.max_length]
             if getattr(user, field) != value:
                 setattr(user, field, value)
                 changed.append(field)
@@ -135,7 +138,7 @@ def _update_profile(user: AbstractUser, claims: Mapping[str, Any]) -> None:
         user.save()
 
 
-def _update_admin_flags(user: AbstractUser, groups: list[str]) -> None:
+def _update_admin_flags(user: User, groups: list[str]) -> None:
     """With ``OIDC_ADMIN_GROUPS`` set, the groups decide who is a portal admin (``is_staff``,
     and ``is_superuser`` too with ``OIDC_ADMIN_SUPERUSER``); without it the flags are the
     portal's to set. A change is audited."""

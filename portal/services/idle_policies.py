@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, cast
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import models, transaction
 
 from portal.models import AuditEvent, IdlePolicy, Tenant
 from portal.services.audit import record_event, snapshot
@@ -24,7 +24,7 @@ IDLE_POLICY_FIELDS = [
 
 
 def save_idle_policy(
-    *, actor: AbstractBaseUser | None, tenant: Tenant, **fields: Any
+    *, actor: User | AnonymousUser | None, tenant: Tenant, **fields: Any
 ) -> IdlePolicy:
     """Creates or replaces the tenant's idle policy (fields left out: the portal defaults)."""
     for name in ("grace_period", "no_consumer_after", "low_utilisation_after"):
@@ -37,7 +37,8 @@ def save_idle_policy(
         if policy is None:
             policy = IdlePolicy(tenant=tenant)
         for name in IDLE_POLICY_FIELDS:
-            setattr(policy, name, fields.get(name, IdlePolicy._meta.get_field(name).get_default()))
+            column = cast("models.Field[Any, Any]", IdlePolicy._meta.get_field(name))  # own field
+            setattr(policy, name, fields.get(name, column.get_default()))
         policy.full_clean()
         policy.save()
         after = snapshot(policy, IDLE_POLICY_FIELDS)
@@ -53,7 +54,7 @@ def save_idle_policy(
     return policy
 
 
-def delete_idle_policy(*, actor: AbstractBaseUser | None, policy: IdlePolicy) -> None:
+def delete_idle_policy(*, actor: User | AnonymousUser | None, policy: IdlePolicy) -> None:
     """The tenant follows the portal defaults again (reclaim off)."""
     with transaction.atomic():
         record_event(

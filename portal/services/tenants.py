@@ -12,14 +12,15 @@ import datetime as dt
 import hashlib
 from typing import Any
 
-from django.apps import apps
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.utils.text import slugify
 
+from portal.inventory import device_classes
 from portal.models import AuditEvent, Membership, Quota, Tenant, TenantNamespace
+from portal.models.roles import Role
 from portal.models.validators import DNS_SUBDOMAIN
 from portal.services.audit import record_event, snapshot
 from portal.signals import namespaces_changed, quotas_changed
@@ -80,7 +81,7 @@ def _tenant_state(tenant: Tenant) -> dict[str, Any]:
 
 def save_tenant(
     *,
-    actor: AbstractBaseUser | None,
+    actor: User | AnonymousUser | None,
     tenant: Tenant | None,
     namespaces: list[str] | None = None,
     **fields: Any,
@@ -155,7 +156,7 @@ def _replace_namespaces(tenant: Tenant, names: list[str]) -> None:
 
 
 def set_tenant_namespaces(
-    *, actor: AbstractBaseUser | None, tenant: Tenant, namespaces: list[str]
+    *, actor: User | AnonymousUser | None, tenant: Tenant, namespaces: list[str]
 ) -> Tenant:
     """Makes ``namespaces`` exactly the tenant's namespace list (audited as a tenant update)."""
     return save_tenant(actor=actor, tenant=tenant, namespaces=namespaces)
@@ -193,7 +194,7 @@ def deletion_refusal(tenant: Tenant) -> str | None:
     )
 
 
-def delete_tenant(*, actor: AbstractBaseUser | None, tenant: Tenant) -> None:
+def delete_tenant(*, actor: User | AnonymousUser | None, tenant: Tenant) -> None:
     """Deletes the tenant and what goes with it, audited; raises :class:`TenantInUseError`
     (``deletion_refusal``) with nothing changed when rows it cannot take along refer to it.
     The tenant's row lock orders it with submissions (``claims.requests.services.tenant_lock``), so
@@ -238,10 +239,10 @@ def _refuse_losing_the_last_admin(membership: Membership, field: str) -> None:
 
 def set_member(
     *,
-    actor: AbstractBaseUser | None,
+    actor: User | AnonymousUser | None,
     tenant: Tenant,
-    user: AbstractBaseUser,
-    role: Membership.Role,
+    user: User,
+    role: Role,
     source: Membership.Source = Membership.Source.PORTAL,
     keep_an_admin: bool = True,
 ) -> Membership:
@@ -278,9 +279,7 @@ def set_member(
     return membership
 
 
-def sync_provider_memberships(
-    *, user: AbstractBaseUser, roles: dict[Tenant, Membership.Role]
-) -> None:
+def sync_provider_memberships(*, user: User, roles: dict[Tenant, Role]) -> None:
     """Makes the memberships the identity provider manages for ``user`` exactly ``roles``.
 
     Called at each single sign-on with what the person's groups map to (``OIDC_GROUP_MAP``):
@@ -314,10 +313,10 @@ def sync_provider_memberships(
 
 def add_member(
     *,
-    actor: AbstractBaseUser | None,
+    actor: User | AnonymousUser | None,
     tenant: Tenant,
     username: str,
-    role: Membership.Role = Membership.Role.MEMBER,
+    role: Role = Membership.Role.MEMBER,
 ) -> Membership:
     """Adds the user named ``username`` to the tenant. Raises ``ValidationError`` on
     ``username`` for a user who does not exist or is already a member (their role is changed
@@ -340,7 +339,7 @@ def add_member(
 
 
 def remove_member(
-    *, actor: AbstractBaseUser | None, membership: Membership, keep_an_admin: bool = True
+    *, actor: User | AnonymousUser | None, membership: Membership, keep_an_admin: bool = True
 ) -> None:
     """Removes a member. Removing the tenant's last tenant admin raises
     ``LastTenantAdminError``, whoever asks, except the identity provider's membership sync
@@ -366,12 +365,9 @@ def remove_member(
 def cluster_device_class_names() -> set[str]:
     """Names of the DeviceClasses mirrored from the cluster; empty while the mirror has none.
 
-    The mirrored model is looked up through the app registry rather than imported: ``portal``
-    sits below ``devices`` in the layering (``dra`` ← ``portal`` ← ``devices`` ← ``claims`` ←
-    ``mirror``), and an import would close a loop the import contract forbids.
+    ``portal`` sits below ``devices``: the devices app tells it (``portal.inventory``).
     """
-    device_class = apps.get_model("devices", "DeviceClass")
-    return set(device_class.objects.values_list("name", flat=True))
+    return set(device_classes().values_list("name", flat=True))
 
 
 def validate_quota(*, device_class_name: str, max_lease: dt.timedelta | None) -> None:
@@ -404,7 +400,7 @@ def validate_quota(*, device_class_name: str, max_lease: dt.timedelta | None) ->
 
 def save_quota(
     *,
-    actor: AbstractBaseUser | None,
+    actor: User | AnonymousUser | None,
     tenant: Tenant,
     device_class_name: str,
     max_devices: int | None = None,
@@ -469,7 +465,7 @@ def save_quota(
     return quota
 
 
-def delete_quota(*, actor: AbstractBaseUser | None, quota: Quota) -> None:
+def delete_quota(*, actor: User | AnonymousUser | None, quota: Quota) -> None:
     with transaction.atomic():
         record_event(
             actor=actor,

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.backends import ModelBackend
-from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import SuspiciousOperation
 from django.http import HttpRequest
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
@@ -33,7 +33,7 @@ def local_login_allows(username: str) -> bool:
 
 
 class LocalPasswordBackend(ModelBackend):
-    def user_can_authenticate(self, user: AbstractBaseUser | None) -> bool:
+    def user_can_authenticate(self, user: User | AnonymousUser | None) -> bool:
         return (
             super().user_can_authenticate(user)
             and user is not None
@@ -65,7 +65,7 @@ class OidcBackend(OIDCAuthenticationBackend):
 
     def authenticate_callback(
         self, request: HttpRequest, *, nonce: str | None, code_verifier: str | None
-    ) -> AbstractBaseUser | None:
+    ) -> User | None:
         """The code flow's last steps for the callback view: exchange the code (with the PKCE
         verifier), verify the ID token, read userinfo, sign in. ``None`` when refused, with
         the reason in ``request.sign_in_refused``. Raises ``ProviderUnavailable`` and
@@ -105,14 +105,14 @@ class OidcBackend(OIDCAuthenticationBackend):
 
     def get_or_create_user(
         self, access_token: str, id_token: str, payload: dict[str, Any]
-    ) -> AbstractBaseUser | None:
+    ) -> User | None:
         claims = self.get_userinfo(access_token, id_token, payload)
         try:
             return sign_in_with_provider(issuer=settings.OIDC_ISSUER, claims=claims)
         except SignInRefused as refusal:
-            self.request.sign_in_refused = str(refusal)  # type: ignore[attr-defined]
+            self.request.sign_in_refused = str(refusal)
             return None
 
-    def get_user(self, user_id: Any) -> AbstractBaseUser | None:
+    def get_user(self, user_id: Any) -> User | None:
         user = self.UserModel._default_manager.filter(pk=user_id).first()
         return user if user is not None and self.user_can_authenticate(user) else None

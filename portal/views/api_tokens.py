@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
@@ -13,12 +13,13 @@ from portal.forms import ApiTokenForm
 from portal.models import ApiToken
 from portal.services.api_tokens import issue_api_token, revoke_api_token, token_policy
 from toolkit.htmx import render_page
+from toolkit.http import AuthenticatedHttpRequest
 
 __all__ = ["apitoken_list", "apitoken_revoke"]
 
 
 @login_required
-def apitoken_list(request: HttpRequest) -> HttpResponse:
+def apitoken_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     issued = None
     status = 200
     policy = token_policy(request.user)
@@ -52,7 +53,7 @@ def apitoken_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def apitoken_revoke(request: HttpRequest, pk: int) -> HttpResponse:
+def apitoken_revoke(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     try:
         token = revoke_api_token(user=request.user, token_id=pk)
     except ApiToken.DoesNotExist:

@@ -22,4 +22,4 @@ def server_error(request: HttpRequest) -> HttpResponse:
     if service is not None:
         return unavailable_response(request, service)
     # Rendered without the request context: whatever failed may be in a context processor.
-    return render(None, "500.html", status=500)  # type: ignore[arg-type]
+    return render(None, "500.html", status=500)

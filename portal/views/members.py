@@ -115,7 +115,7 @@ def member_remove(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     tenant = get_tenant_for_user(request.user, slug, write=True)
     membership = _membership(tenant, pk)
     if request.method != "POST":
-        context = {"tenant": tenant, "membership": membership}
+        context: dict[str, Any] = {"tenant": tenant, "membership": membership}
         return render(request, "portal/membership_confirm_delete.html", context)
     try:
         tenant_services.remove_member(actor=request.user, membership=membership)

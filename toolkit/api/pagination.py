@@ -182,13 +182,18 @@ class KeysetPagination(LimitOffsetPagination):
     dicts that include those fields (``pk`` as ``pk``).
     """
 
+    # Set by paginate_queryset before anything reads them; get_limit always answers a number.
+    request: Request
+    limit: int
+    offset: int
+    count: int
     cursor_query_param = "cursor"
     cursor_query_description = (
         "Opaque position from a previous answer's next_cursor (or its next/previous links): "
         "pages of any depth at the cost of the first. Not combined with offset."
     )
 
-    def paginate_queryset(
+    def paginate_queryset(  # type: ignore[override]  # a keyset needs a queryset, not a list
         self, queryset: QuerySet[Any], request: Request, view: Any = None
     ) -> list[Any]:
         self.request = request

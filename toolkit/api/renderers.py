@@ -7,6 +7,7 @@ encoder class was a third of the time spent outside SQL.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -56,11 +57,12 @@ class FastJSONRenderer(renderers.JSONRenderer):
         self,
         data: Any,
         accepted_media_type: str | None = None,
-        renderer_context: dict[str, Any] | None = None,
+        renderer_context: Mapping[str, Any] | None = None,
     ) -> bytes:
         if data is None:
             return b""
-        indent = self.get_indent(accepted_media_type, renderer_context or {})
+        # DRF's get_indent takes no media type as well (its stub says str).
+        indent = self.get_indent(accepted_media_type, renderer_context or {})  # type: ignore[arg-type]
         if indent is not None or not self.compact or self.ensure_ascii or not self.strict:
             return super().render(data, accepted_media_type, renderer_context)
         return _escape_line_separators(_encoder.encode(data))

@@ -17,7 +17,7 @@ Addresses come from :func:`toolkit.client_address.client_address` (``TRUSTED_PRO
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from rest_framework import exceptions, throttling
 from rest_framework.settings import api_settings
@@ -28,10 +28,12 @@ __all__ = ["UnauthenticatedRateThrottle", "UserRateThrottle", "charge_unauthenti
 
 
 class _CurrentRates:
-    scope: str
+    scope: str | None  # as on DRF's SimpleRateThrottle; each throttle below names its scope
 
     def get_rate(self) -> str | None:
-        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+        # "N/period" strings (or None) by scope; DRF's stub types the rates as numbers.
+        rates = cast("dict[str | None, str | None]", api_settings.DEFAULT_THROTTLE_RATES)
+        return rates.get(self.scope)
 
 
 class UserRateThrottle(_CurrentRates, throttling.UserRateThrottle):
@@ -52,5 +54,6 @@ def charge_unauthenticated(request: Any) -> None:
     """Counts a request without valid credentials against its address; raises ``Throttled``
     (429, ``Retry-After``) once the address is over the rate."""
     throttle = UnauthenticatedRateThrottle()
-    if not throttle.allow_request(request, None):
+    # No view: the request is still being authenticated (get_cache_key never reads it).
+    if not throttle.allow_request(request, None):  # type: ignore[arg-type]  # see above
         raise exceptions.Throttled(throttle.wait())

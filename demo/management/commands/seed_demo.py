@@ -103,12 +103,17 @@ class Command(BaseCommand):
                 user.set_password(passwords[username])
                 user.save()
                 if tenant_slug:
+                    assert role is not None  # a persona in a tenant has a role there
                     tenant_services.set_member(
                         actor=None, tenant=tenants[tenant_slug], user=user, role=role
                     )
         self.stdout.write(self.style.SUCCESS("Demo users (sign in at http://127.0.0.1:8000/):"))
         for username, _, staff, tenant_slug, role in PERSONAS:
-            where = "portal admin" if staff else f"{role.label.lower()} of {tenant_slug}"
+            if staff:
+                where = "portal admin"
+            else:
+                assert role is not None  # every persona but the portal admin has one
+                where = f"{role.label.lower()} of {tenant_slug}"
             self.stdout.write(f"  {username:6} {passwords[username]}   ({where})")
 
     def _passwords(self) -> dict[str, str]:
