@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
 
@@ -14,9 +14,7 @@ from portal.models import Tenant
 __all__ = ["get_claim_for_user", "get_request_for_user"]
 
 
-def get_claim_for_user(
-    user: AbstractBaseUser | AnonymousUser, namespace: str, name: str
-) -> ResourceClaim:
+def get_claim_for_user(user: User | AnonymousUser, namespace: str, name: str) -> ResourceClaim:
     """The claim ``namespace/name`` if ``user`` may see it; ``Http404`` otherwise, so that a
     claim in another tenant's namespace is indistinguishable from one that does not exist."""
     claim = ResourceClaim.objects.visible_to(user).filter(namespace=namespace, name=name).first()
@@ -26,7 +24,7 @@ def get_claim_for_user(
 
 
 def get_request_for_user(
-    user: AbstractBaseUser | AnonymousUser, pk: Any, *, write: bool = False
+    user: User | AnonymousUser, pk: Any, *, write: bool = False
 ) -> ClaimRequest:
     """The claim request ``pk`` if ``user`` may see it (``write``: may release or renew it:
     its requester, its tenant's admins, portal admins); ``Http404`` otherwise, so another

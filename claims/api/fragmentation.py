@@ -23,7 +23,10 @@ class ShapeSerializer(serializers.Serializer):
     key = serializers.CharField(help_text="<device class>:<MIG profile or device count>.")
     device_class = serializers.CharField()
     kind = serializers.ChoiceField(choices=[kind.value for kind in ShapeKind])
-    label = serializers.CharField(help_text="E.g. 1g.5gb, or 4 GPUs.")
+    # A declared field (the serializer's metaclass takes it off the class), not Field.label.
+    label = serializers.CharField(  # type: ignore[assignment]
+        help_text="E.g. 1g.5gb, or 4 GPUs."
+    )
     count = serializers.IntegerField(help_text="Devices in one claim.")
     profile = serializers.CharField(help_text="The MIG profile (partitions only).")
     match_attribute = serializers.CharField(

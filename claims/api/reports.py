@@ -52,7 +52,10 @@ class ReportRowSerializer(serializers.Serializer):
     group = serializers.CharField(
         source="key", help_text="The group's key: tenant slug, namespace, class or model."
     )
-    label = serializers.CharField(help_text="How the group is shown (a tenant's name).")
+    # A declared field (the serializer's metaclass takes it off the class), not Field.label.
+    label = serializers.CharField(  # type: ignore[assignment]
+        help_text="How the group is shown (a tenant's name)."
+    )
     device_hours = serializers.FloatField()
     memory_gib_hours = serializers.FloatField(help_text="Device memory (GiB) × hours held.")
     allocations = serializers.IntegerField(help_text="Device allocations that overlap the period.")

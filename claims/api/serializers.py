@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
@@ -28,8 +28,11 @@ from claims.requests.specs import (
     Alternative,
     ClaimInput,
 )
-from portal.models import Quota
+from portal.models import Quota, Tenant
 from toolkit.durations import DurationError, iso_duration, parse_duration
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 __all__ = [
     "ClaimInputSerializer",
@@ -225,7 +228,8 @@ class ClaimInputSerializer(StrictSerializer):
     device_class = _name(253, help_text="The DeviceClass to draw devices from.")
     count = CountField(required=False, default=1)
     selectors = _selectors()
-    alternatives = AlternativeInputSerializer(
+    # many=True makes a ListSerializer, which takes max_length: the stubs type the child's call.
+    alternatives = AlternativeInputSerializer(  # type: ignore[call-arg]
         many=True,
         required=False,
         max_length=MAX_ALTERNATIVES,
@@ -251,7 +255,8 @@ class ClaimInputSerializer(StrictSerializer):
     sharing = serializers.ChoiceField(
         choices=ClaimRequest.Sharing.choices, required=False, default=ClaimRequest.Sharing.CLAIM
     )
-    config = ConfigInputSerializer(many=True, required=False, max_length=8)
+    # As ``alternatives``: a ListSerializer, which takes max_length.
+    config = ConfigInputSerializer(many=True, required=False, max_length=8)  # type: ignore[call-arg]
     admin_access = serializers.BooleanField(
         required=False, default=False, help_text="Portal admins, in admin-access namespaces."
     )
@@ -442,7 +447,8 @@ class ExplanationSerializer(serializers.Serializer):
         ),
     )
     blockingStage = serializers.CharField(allow_null=True)  # noqa: N815 - the funnel's spelling
-    errors = serializers.ListField(child=serializers.CharField())
+    # A declared field (the serializer's metaclass takes it off the class), not .errors.
+    errors = serializers.ListField(child=serializers.CharField())  # type: ignore[assignment]
 
 
 class FitReportSerializer(serializers.Serializer):
@@ -499,7 +505,9 @@ class ClaimRequestSerializer(serializers.ModelSerializer):
     """A claim request, with what the mirror shows of its claim (``devices``, ``consumers``)."""
 
     url = serializers.SerializerMethodField()
-    tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    tenant: serializers.SlugRelatedField[Tenant] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
     device_class = serializers.CharField(source="device_class_name", read_only=True)
     spec = serializers.JSONField(read_only=True, help_text="The ResourceClaim's spec.")
     form = serializers.JSONField(read_only=True, help_text="The input as submitted.")
@@ -508,13 +516,15 @@ class ClaimRequestSerializer(serializers.ModelSerializer):
     )
     lease = LeaseField(read_only=True, allow_null=True)
     node = serializers.CharField(source="node_name", read_only=True)
-    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    requested_by: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
     approval_reasons = serializers.ListField(
         child=serializers.CharField(),
         read_only=True,
         help_text="Why the request waits (or waited) for approval: one line per rule crossed.",
     )
-    decided_by = serializers.SlugRelatedField(
+    decided_by: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
         slug_field="username",
         read_only=True,
         allow_null=True,
@@ -587,13 +597,18 @@ class ClaimRequestSerializer(serializers.ModelSerializer):
         claim = self._claim(claim_request)
         if claim is None:
             return []
-        return AllocatedDeviceSerializer(
-            claim.allocated_devices.all(), many=True, context=self.context
-        ).data
+        # many=True: a ListSerializer, whose data is a list.
+        return cast(
+            "list[Any]",
+            AllocatedDeviceSerializer(
+                claim.allocated_devices.all(), many=True, context=self.context
+            ).data,
+        )
 
     @extend_schema_field(ClaimConsumerSerializer(many=True))
     def get_consumers(self, claim_request: ClaimRequest) -> list[Any]:
         claim = self._claim(claim_request)
-        return (
-            [] if claim is None else ClaimConsumerSerializer(claim.consumers.all(), many=True).data
-        )
+        if claim is None:
+            return []
+        # many=True: a ListSerializer, whose data is a list.
+        return cast("list[Any]", ClaimConsumerSerializer(claim.consumers.all(), many=True).data)

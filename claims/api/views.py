@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import QuerySet
 from django.http import Http404
@@ -339,7 +339,8 @@ class ClaimRequestViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     def render(self, requests: list[ClaimRequest]) -> list[Any]:
         context = {**self.get_serializer_context(), "claims": mirrored_claims(requests)}
-        return ClaimRequestSerializer(requests, many=True, context=context).data
+        # many=True: a ListSerializer, whose data is a list.
+        return cast("list[Any]", ClaimRequestSerializer(requests, many=True, context=context).data)
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
@@ -384,6 +385,7 @@ class ClaimRequestViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
             raise refusal(error) from error
         claim_request.refresh_from_db()  # applying may have run already (eager tasks)
         data = self.render([claim_request])[0]
+        answer: int
         if replayed:
             answer = status.HTTP_200_OK
         elif claim_request.state == ClaimRequest.State.PENDING_APPROVAL:

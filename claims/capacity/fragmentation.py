@@ -319,8 +319,10 @@ def advisable(cluster: Cluster) -> Advisable:
             for uid in uids:
                 resource_slice = devices[uid][0]
                 pools[node].add((resource_slice.driver, resource_slice.pool_name))
-    uids = (uid for found in classes for node_uids in found.by_node.values() for uid in node_uids)
-    return Advisable(classes, _uuids(cluster, uids), dict(pools))
+    all_uids = (
+        uid for found in classes for node_uids in found.by_node.values() for uid in node_uids
+    )
+    return Advisable(classes, _uuids(cluster, all_uids), dict(pools))
 
 
 def _advise_node(probe: Probe, node: str, found_classes: Advisable) -> NodeAdvice:

@@ -155,7 +155,7 @@ def apply_request(request_id: str) -> str:
             # Where the claim lives: the mirror tells from these whether it is gone, and
             # whether an allocation it shows is newer than this write (mirror.following).
             metadata = found.get("metadata") or {}
-            where = {
+            where: dict[str, Any] = {  # more fields for transition to write
                 "claim_uid": str(metadata.get("uid") or ""),
                 "claim_version": str(metadata.get("resourceVersion") or ""),
                 "cluster_uid": cluster.identity(),

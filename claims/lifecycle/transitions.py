@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -95,7 +95,7 @@ def transition(
     move: Move,
     *,
     reason: str = "",
-    actor: AbstractBaseUser | None = None,
+    actor: User | None = None,
     **fields: Any,
 ) -> bool:
     """Make ``move`` if ``request`` is still in one of its sources; False (``request`` read

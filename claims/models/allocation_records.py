@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from django.db import models
 from django.db.models import OuterRef, Q, Subquery
@@ -26,9 +26,10 @@ from django.utils.dateparse import parse_datetime
 from claims.models.resource_claims import AllocatedDevice, ResourceClaim
 from devices.models import Device
 from portal.models import Tenant
+from toolkit.querysets import VisibleQuerySet
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+    from django.contrib.auth.models import User
 
 __all__ = ["AllocationRecord", "AllocationRecordQuerySet", "request_device_classes"]
 
@@ -65,14 +66,10 @@ def _allocated_at(value: Any, now: datetime.datetime) -> datetime.datetime:
     return min(parsed, now)
 
 
-class AllocationRecordQuerySet(models.QuerySet):
-    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> AllocationRecordQuerySet:
+class AllocationRecordQuerySet(VisibleQuerySet["AllocationRecord"]):
+    def visible_to_member(self, user: User) -> Self:
         """Portal admins see every record (those of deleted or no tenants too); others the
         records of their tenants — members included: chargeback is for the whole team."""
-        if not user.is_authenticated:
-            return self.none()
-        if user.is_staff:
-            return self.all()
         return self.filter(tenant__in=Tenant.objects.visible_to(user))
 
     def open(self) -> AllocationRecordQuerySet:
@@ -92,7 +89,12 @@ class AllocationRecordQuerySet(models.QuerySet):
     # -- kept by the mirror (call inside the transaction that writes the claim rows) --------
 
     def record_claims(
-        self, uids: Iterable[str], *, now: datetime.datetime | None = None
+        # ``self`` spelt out: django-stubs leave a queryset's own ``self`` generic in its model,
+        # which ``bulk_create`` below could not take records for.
+        self: AllocationRecordQuerySet,
+        uids: Iterable[str],
+        *,
+        now: datetime.datetime | None = None,
     ) -> tuple[int, int]:
         """Brings the open records of the claims ``uids`` in line with their mirrored
         allocation results: opens one for each held device that has none, closes (at ``now``)

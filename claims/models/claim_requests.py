@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from django.conf import settings
 from django.db import models
@@ -19,9 +19,10 @@ from django.utils import timezone
 
 from claims.models.class_policies import AllocationMode
 from portal.models import Tenant
+from toolkit.querysets import VisibleQuerySet
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+    from django.contrib.auth.models import User
 
 __all__ = ["ClaimRequest", "ClaimRequestQuerySet", "REQUEST_ID_LABEL", "RESERVATION_FINALIZER"]
 
@@ -39,13 +40,9 @@ ACTIVE_STATE_VALUES = (
 )
 
 
-class ClaimRequestQuerySet(models.QuerySet["ClaimRequest"]):
-    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> ClaimRequestQuerySet:
+class ClaimRequestQuerySet(VisibleQuerySet["ClaimRequest"]):
+    def visible_to_member(self, user: User) -> Self:
         """Portal admins see every request; others the requests of their tenants."""
-        if not user.is_authenticated:
-            return self.none()
-        if user.is_staff:
-            return self.all()
         return self.filter(tenant__memberships__user=user)
 
     def active(self) -> ClaimRequestQuerySet:

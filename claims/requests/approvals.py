@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
@@ -61,7 +61,7 @@ NOT_RUNNING = (State.PENDING_APPROVAL, State.RELEASING)
 # --- who decides -------------------------------------------------------------------------------
 
 
-def is_approver(user: AbstractBaseUser | AnonymousUser) -> bool:
+def is_approver(user: User | AnonymousUser) -> bool:
     """May ``user`` decide any request at all (portal admin, or admin of some tenant)?"""
     if not user.is_authenticated:
         return False
@@ -69,7 +69,7 @@ def is_approver(user: AbstractBaseUser | AnonymousUser) -> bool:
 
 
 def may_decide(
-    user: AbstractBaseUser | AnonymousUser,
+    user: User | AnonymousUser,
     request: ClaimRequest,
     *,
     administered: Collection[int] | None = None,
@@ -88,7 +88,7 @@ def may_decide(
     return Tenant.objects.administered_by(user).filter(pk=request.tenant_id).exists()
 
 
-def pending_for(user: AbstractBaseUser | AnonymousUser) -> ClaimRequestQuerySet:
+def pending_for(user: User | AnonymousUser) -> ClaimRequestQuerySet:
     """The requests ``user`` may decide on, in any state: every request for portal admins,
     their tenants' for tenant admins (their own included, shown but not decidable)."""
     requests = ClaimRequest.objects.all()
@@ -99,7 +99,7 @@ def pending_for(user: AbstractBaseUser | AnonymousUser) -> ClaimRequestQuerySet:
     return requests.filter(tenant__in=Tenant.objects.administered_by(user))
 
 
-def _refuse_decider(user: AbstractBaseUser | AnonymousUser, request: ClaimRequest) -> None:
+def _refuse_decider(user: User | AnonymousUser, request: ClaimRequest) -> None:
     if may_decide(user, request):
         return
     if user.is_authenticated and request.asked_by_id == user.pk and not user.is_staff:
@@ -135,7 +135,7 @@ def _clean_comment(comment: str) -> str:
 
 
 def approve_request(
-    *, user: AbstractBaseUser | AnonymousUser, request: ClaimRequest, comment: str = ""
+    *, user: User | AnonymousUser, request: ClaimRequest, comment: str = ""
 ) -> ClaimRequest:
     """Accept a pending request: under the tenant's row lock, check that it fits the quota now
     (raising :class:`claims.requests.services.QuotaExceeded` and leaving it pending if not), move it
@@ -229,9 +229,7 @@ def _end_renewal(request: ClaimRequest, **values: Any) -> bool:
     return bool(moved)
 
 
-def _approve_renewal(
-    actor: AbstractBaseUser | None, request: ClaimRequest, comment: str
-) -> ClaimRequest:
+def _approve_renewal(actor: User | None, request: ClaimRequest, comment: str) -> ClaimRequest:
     """Approve the renewal waiting on ``request``: its lease starts again from now. Call under
     the tenant's row lock (the request holds its quota already: nothing else to check)."""
     lease = request.renewal_lease
@@ -272,9 +270,7 @@ def _approve_renewal(
     return request
 
 
-def _deny_renewal(
-    actor: AbstractBaseUser | None, request: ClaimRequest, comment: str
-) -> ClaimRequest:
+def _deny_renewal(actor: User | None, request: ClaimRequest, comment: str) -> ClaimRequest:
     lease = request.renewal_lease
     asked = {"lease": format_duration(lease) if lease else None, "reasons": request.renewal_reasons}
     asked_by = request.renewal_requested_by
@@ -303,7 +299,7 @@ def _deny_renewal(
 
 
 def deny_request(
-    *, user: AbstractBaseUser | AnonymousUser, request: ClaimRequest, comment: str
+    *, user: User | AnonymousUser, request: ClaimRequest, comment: str
 ) -> ClaimRequest:
     """Refuse a pending request, saying why (``comment`` is required); it ends as ``DENIED``
     with nothing made in the cluster; audited. A renewal waiting for approval is refused the

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 
 from claims.capacity.index import Placement, index
 from claims.requests.quota import QuotaCheck, approval_reasons, check_quota
@@ -67,7 +67,7 @@ class FitReport:
 
 
 def would_it_fit(
-    user: AbstractBaseUser | AnonymousUser, claim: ClaimInput, *, usage_max_age: float = 0
+    user: User | AnonymousUser, claim: ClaimInput, *, usage_max_age: float = 0
 ) -> FitReport:
     """The dry run of ``submit_request(user=user, claim=claim)``. Raises
     :class:`claims.requests.specs.SpecErrors` for what submitting would refuse as invalid; over

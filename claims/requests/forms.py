@@ -11,10 +11,10 @@ import json
 import re
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from django import forms
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 
 from claims.models import ClaimRequest, ClassPolicy
 from claims.requests.specs import MAX_COUNT, PRESETS, Alternative, ClaimInput
@@ -118,16 +118,16 @@ class ClaimRequestForm(forms.Form):
         self,
         data: Mapping[str, Any] | None = None,
         *,
-        user: AbstractBaseUser | AnonymousUser,
+        user: User | AnonymousUser,
         **kwargs: Any,
     ) -> None:
         super().__init__(data, **kwargs)
         self.user = user
-        namespaces = TenantNamespace.objects.select_related("tenant").order_by("name")
+        offered = TenantNamespace.objects.select_related("tenant").order_by("name")
         if not user.is_staff:
-            namespaces = namespaces.filter(tenant__in=Tenant.objects.visible_to(user))
-        namespaces = list(namespaces)
-        self.fields["namespace"].choices = [
+            offered = offered.filter(tenant__in=Tenant.objects.visible_to(user))
+        namespaces = list(offered)
+        self.namespace_field.choices = [
             (namespace.name, f"{namespace.name} ({namespace.tenant.name})")
             for namespace in namespaces
         ]
@@ -138,7 +138,9 @@ class ClaimRequestForm(forms.Form):
             name: modes.get(name, "scheduler")
             for name in DeviceClass.objects.order_by("name").values_list("name", flat=True)
         }
-        self.fields["device_class"].choices = [
+        # The form's copy of ``device_class``: a ChoiceField, as declared above.
+        device_class_field = cast(forms.ChoiceField, self.fields["device_class"])
+        device_class_field.choices = [
             (name, f"{name} · {mode}") for name, mode in self.class_modes.items()
         ]
         self.fields["idempotency_key"].initial = str(uuid.uuid4())
@@ -146,7 +148,7 @@ class ClaimRequestForm(forms.Form):
             self.fields[f"alt{index}_device_class"] = forms.ChoiceField(
                 required=False,
                 label=f"Alternative {index}: device class",
-                choices=[("", "—"), *self.fields["device_class"].choices],
+                choices=[("", "—"), *device_class_field.choices],
             )
             self.fields[f"alt{index}_count"] = forms.CharField(
                 required=False, initial="1", widget=forms.Select(choices=COUNT_CHOICES)
@@ -156,6 +158,11 @@ class ClaimRequestForm(forms.Form):
             )
         if not user.is_staff:
             del self.fields["admin_access"]
+
+    @property
+    def namespace_field(self) -> forms.ChoiceField:
+        """The form's copy of ``namespace``: a ChoiceField, as declared above."""
+        return cast(forms.ChoiceField, self.fields["namespace"])
 
     # --- parsing ---------------------------------------------------------------------------
 
@@ -191,6 +198,7 @@ class ClaimRequestForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
+        assert cleaned is not None  # Form.clean returns cleaned_data
         for index in range(1, ALTERNATIVE_ROWS + 1):
             try:
                 _count(cleaned.get(f"alt{index}_count") or "1")

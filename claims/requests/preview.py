@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 
 from claims.capacity.fragmentation_reads import fits_together
 from claims.capacity.index import index
@@ -133,7 +133,7 @@ def to_yaml(document: Any) -> str:
 
 
 def _manifests(
-    user: AbstractBaseUser | AnonymousUser, claim: ClaimInput, spec: dict[str, Any], mode: str
+    user: User | AnonymousUser, claim: ClaimInput, spec: dict[str, Any], mode: str
 ) -> tuple[str, str]:
     """The ResourceClaim (or ResourceClaimTemplate) submitting it creates, as the apply would
     write it (``claims.lifecycle.manifest``), and a Pod using it, as YAML."""
@@ -290,7 +290,7 @@ def _count(result: Preview, claim: ClaimInput, request: Any) -> None:
             result.nodes.append(NodeRow(node, matching, free, free))
 
 
-def preview(user: AbstractBaseUser | AnonymousUser, claim: ClaimInput) -> Preview:
+def preview(user: User | AnonymousUser, claim: ClaimInput) -> Preview:
     """See the module docstring."""
     result = Preview(device_class=claim.device_class_name)
     report = None

@@ -184,20 +184,23 @@ def _count_usage(tenant: Tenant) -> dict[str, ClassUsage]:
         for device_class in used:
             usage[device_class].claims += 1
     # A request waiting for approval holds nothing: approving it checks the quota again.
-    for request in (
+    for claim_request in (
         ClaimRequest.objects.filter(tenant=tenant)
         .active()
         .exclude(state=ClaimRequest.State.PENDING_APPROVAL)
     ):
         if (
-            (request.namespace, request.name) in mirrored
-            or request.is_template
-            and (request.state not in (ClaimRequest.State.SUBMITTED, ClaimRequest.State.ALLOCATING))
+            (claim_request.namespace, claim_request.name) in mirrored
+            or claim_request.is_template
+            and (
+                claim_request.state
+                not in (ClaimRequest.State.SUBMITTED, ClaimRequest.State.ALLOCATING)
+            )
         ):
             continue
-        entry = usage[request.device_class_name]
-        entry.in_flight_devices += request.held_devices
-        entry.in_flight_memory_bytes += request.held_memory_bytes
+        entry = usage[claim_request.device_class_name]
+        entry.in_flight_devices += claim_request.held_devices
+        entry.in_flight_memory_bytes += claim_request.held_memory_bytes
         entry.in_flight_claims += 1
     return dict(usage)
 

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any, NamedTuple
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
@@ -49,7 +49,7 @@ from devices.models import DeviceClass, Namespace
 from dra.model import InvalidObject
 from portal.celery import enqueue_on_commit
 from portal.models import AuditEvent, Quota, Tenant, TenantNamespace
-from portal.services.audit import record_event
+from portal.services.audit import audited_delete, record_event, record_saved
 from toolkit.durations import format_duration
 
 __all__ = [
@@ -82,11 +82,11 @@ class QuotaExceeded(SpecErrors):
         self.check = check
 
 
-def _is_staff(user: AbstractBaseUser | AnonymousUser | None) -> bool:
+def _is_staff(user: User | AnonymousUser | None) -> bool:
     return bool(user is not None and user.is_authenticated and user.is_staff)
 
 
-def _namespace_for(user: AbstractBaseUser | AnonymousUser, name: str) -> TenantNamespace | None:
+def _namespace_for(user: User | AnonymousUser, name: str) -> TenantNamespace | None:
     found = TenantNamespace.objects.select_related("tenant").filter(name=name)
     if not _is_staff(user):
         found = found.filter(tenant__in=Tenant.objects.visible_to(user))
@@ -94,7 +94,7 @@ def _namespace_for(user: AbstractBaseUser | AnonymousUser, name: str) -> TenantN
 
 
 def prepare(
-    user: AbstractBaseUser | AnonymousUser, claim: ClaimInput
+    user: User | AnonymousUser, claim: ClaimInput
 ) -> tuple[TenantNamespace, dict[str, Any], str, int, int]:
     """Every check that needs no lock: (namespace, spec, mode, devices held, memory held).
 
@@ -195,7 +195,7 @@ class Submission(NamedTuple):
 
 
 def _earlier_request(
-    requester: AbstractBaseUser | None, idempotency_key: str, claim: ClaimInput
+    requester: User | None, idempotency_key: str, claim: ClaimInput
 ) -> ClaimRequest | None:
     """The committed request ``requester`` made with ``idempotency_key``, or None; raises
     :class:`SpecErrors` on ``idempotency_key`` when it was made for another body."""
@@ -209,7 +209,7 @@ def _earlier_request(
 
 def submit_request(
     *,
-    user: AbstractBaseUser | AnonymousUser,
+    user: User | AnonymousUser,
     claim: ClaimInput,
     idempotency_key: str = "",
 ) -> ClaimRequest:
@@ -219,7 +219,7 @@ def submit_request(
 
 def submit(
     *,
-    user: AbstractBaseUser | AnonymousUser,
+    user: User | AnonymousUser,
     claim: ClaimInput,
     idempotency_key: str = "",
 ) -> Submission:
@@ -351,7 +351,7 @@ def lease_for(tenant: Tenant, claim: ClaimInput) -> timedelta | None:
 
 def save_class_policy(
     *,
-    actor: AbstractBaseUser | AnonymousUser,
+    actor: User | AnonymousUser,
     device_class_name: str,
     mode: AllocationMode | str,
     previous: ClassPolicy | None = None,
@@ -378,9 +378,8 @@ def save_class_policy(
         else:
             policy.device_class_name, policy.mode = device_class_name, mode
             policy.save(update_fields=["device_class_name", "mode", "updated_at"])
-        record_event(
+        record_saved(
             actor=actor_or_none,
-            action=AuditEvent.Action.UPDATED if before else AuditEvent.Action.CREATED,
             obj=policy,
             before=before,
             after={"device_class": policy.device_class_name, "mode": policy.mode},
@@ -388,20 +387,17 @@ def save_class_policy(
     return policy
 
 
-def delete_class_policy(*, actor: AbstractBaseUser | AnonymousUser, policy: ClassPolicy) -> None:
+def delete_class_policy(*, actor: User | AnonymousUser, policy: ClassPolicy) -> None:
     """Remove a class's policy (its requests go back to the scheduler mode); audited."""
-    with transaction.atomic():
-        record_event(
-            actor=actor if actor.is_authenticated else None,
-            action=AuditEvent.Action.DELETED,
-            obj=policy,
-            before={"device_class": policy.device_class_name, "mode": policy.mode},
-        )
-        policy.delete()
+    audited_delete(
+        actor=actor if actor.is_authenticated else None,
+        obj=policy,
+        before={"device_class": policy.device_class_name, "mode": policy.mode},
+    )
 
 
 def release_request(
-    *, user: AbstractBaseUser | AnonymousUser, request: ClaimRequest, force: bool = False
+    *, user: User | AnonymousUser, request: ClaimRequest, force: bool = False
 ) -> ClaimRequest:
     """Delete the request's claim: refused while pods reserve it, unless a portal admin
     forces it. Releasing a request that is already ending changes nothing. A request waiting
@@ -443,7 +439,7 @@ def release_request(
 
 
 def renew_request(
-    *, user: AbstractBaseUser | AnonymousUser, request: ClaimRequest, lease: timedelta | None
+    *, user: User | AnonymousUser, request: ClaimRequest, lease: timedelta | None
 ) -> ClaimRequest:
     """Start the lease again from now, for ``lease`` (default: the request's lease), within
     the quota's maximum.

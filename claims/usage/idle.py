@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -40,7 +41,7 @@ from devices.models import Resolution
 from portal.models import AuditEvent, EffectiveIdlePolicy, IdlePolicy
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+    from django.contrib.auth.models import AnonymousUser, User
 
 __all__ = [
     "IDLE_RECLAIM_REASON",
@@ -142,7 +143,8 @@ def _low_utilisation(
     for (threshold, window), uids in groups.items():
         if not uids:
             continue
-        needed = MIN_COVERAGE * window / _BUCKET
+        # A count of buckets: it reaches the fraction exactly when it reaches its ceiling.
+        needed = math.ceil(MIN_COVERAGE * window / _BUCKET)
         rows = (
             UsageRollup.objects.filter(
                 scope=UsageRollup.Scope.CLAIM,
@@ -334,12 +336,12 @@ def sweep_idle_claims(now: datetime.datetime | None = None) -> IdleSummary:
     return summary
 
 
-def idle_claim_count(user: AbstractBaseUser | AnonymousUser) -> int:
+def idle_claim_count(user: User | AnonymousUser) -> int:
     """How many idle claims ``user`` may see (the dashboard's count; one query)."""
     return ResourceClaim.objects.visible_to(user).idle().count()
 
 
-def claim_owner(claim: ResourceClaim) -> AbstractBaseUser | None:
+def claim_owner(claim: ResourceClaim) -> User | None:
     """Who asked for the claim: the requester of the portal request that made it (the claim
     carries the request's id as a label); None for claims made outside the portal."""
     request_id = ClaimRequest.request_id_in(claim.labels)

@@ -31,7 +31,7 @@ from django.db.models.functions import Coalesce, Greatest, Least
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from claims.models import AllocationRecord, UsageRollup
+from claims.models import AllocationRecordQuerySet, UsageRollup
 from devices.models import Resolution
 
 __all__ = [
@@ -238,7 +238,7 @@ def _group_expressions(group_by: GroupBy) -> tuple[models.Expression | F, models
 
 
 def allocation_hours(
-    records: models.QuerySet[AllocationRecord],
+    records: AllocationRecordQuerySet,
     period: Period,
     group_by: GroupBy | str,
     *,

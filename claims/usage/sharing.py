@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, Prefetch, Q, QuerySet
 from django.urls import reverse
 
@@ -121,7 +121,7 @@ def sharing_settings(claim: ResourceClaim) -> list[SharingSetting]:
 
 
 def claims_with_several_consumers(
-    user: AbstractBaseUser | AnonymousUser,
+    user: User | AnonymousUser,
 ) -> QuerySet[ResourceClaim]:
     """Visible claims whose ``reservedFor`` names more than one consumer (a claim shared by
     pods), with their consumers and results prefetched."""
@@ -134,7 +134,7 @@ def claims_with_several_consumers(
 
 
 def devices_with_several_allocations(
-    user: AbstractBaseUser | AnonymousUser,
+    user: User | AnonymousUser,
 ) -> QuerySet[Device]:
     """Devices that more than one allocation result holds (admin access holds nothing):
     consumable-capacity shares, each with its claim as ``user`` may see it."""
@@ -155,7 +155,7 @@ def devices_with_several_allocations(
     )
 
 
-def claims_with_sharing_config(user: AbstractBaseUser | AnonymousUser) -> QuerySet[ResourceClaim]:
+def claims_with_sharing_config(user: User | AnonymousUser) -> QuerySet[ResourceClaim]:
     """Visible claims whose config (their own, or their allocation's, which includes the
     classes') mentions sharing settings; ``sharing_settings`` reads them."""
     mentions = Q(raw__spec__devices__config__icontains="strategy") | Q(
@@ -169,7 +169,7 @@ def claims_with_sharing_config(user: AbstractBaseUser | AnonymousUser) -> QueryS
     )
 
 
-def admin_observers(user: AbstractBaseUser | AnonymousUser) -> QuerySet[ResourceClaim]:
+def admin_observers(user: User | AnonymousUser) -> QuerySet[ResourceClaim]:
     """Visible claims with admin access to devices (they observe, never hold), with the
     observed results as ``observed`` and their consumers prefetched."""
     observed = AllocatedDevice.objects.filter(admin_access=True).order_by("driver", "pool", "pk")

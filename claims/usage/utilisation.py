@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +40,7 @@ class _Sum:
     simulated: bool = False
     labels: dict[str, Any] = field(default_factory=dict)
 
-    def add(self, seconds: float, rollup: dict[str, Any]) -> None:
+    def add(self, seconds: float, rollup: Mapping[str, Any]) -> None:
         self.seconds += seconds
         if rollup["gpu_util_avg"] is not None:
             self.util += rollup["gpu_util_avg"] * seconds

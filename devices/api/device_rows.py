@@ -56,33 +56,35 @@ def _compact_raw(text: str) -> msgspec.Raw:
     return msgspec.Raw(msgspec.json.format(text, indent=-1))
 
 
+# A device as the API shows it, written once: ``DeviceSerializer`` lists these fields and
+# ``DeviceRows`` (the export, the deep pages) reads and renders the same ones, in this order.
+DEVICE_COLUMNS = (
+    "node_name",
+    "device_type",
+    "model_name",
+    "uuid",
+    "parent_uuid",
+    "pci_bus_id",
+    "pcie_root",
+    "memory_bytes",
+    "state",
+    "state_reason",
+)
+DEVICE_FLAGS = ("is_tainted", "allow_multiple_allocations")
+DEVICE_DOCUMENTS = ("attributes", "capacity", "consumes_counters", "taints")
+_DOCUMENT_COLUMNS = tuple((name, f"{name}_json") for name in DEVICE_DOCUMENTS)
+
+
 class DeviceRows:
     """Renders the rows of ``DeviceRows.select(devices)`` as ``DeviceSerializer`` renders
     devices fetched ``with_holders(user)``: holders in claims ``user`` may not see are
     anonymous. Two queries per call to ``render`` whatever the number of rows (allocation
     results, the claims among theirs that ``user`` may see)."""
 
-    columns = (
-        "pk",
-        "driver",
-        "pool_name",
-        "name",
-        "node_name",
-        "device_type",
-        "model_name",
-        "uuid",
-        "parent_uuid",
-        "pci_bus_id",
-        "pcie_root",
-        "memory_bytes",
-        "state",
-        "state_reason",
-        "is_tainted",
-        "allow_multiple_allocations",
-    )
+    columns = ("pk", "driver", "pool_name", "name", *DEVICE_COLUMNS, *DEVICE_FLAGS)
     # Read as text and decoded with msgspec: JSONField's json.loads of four documents per
     # device was the export's largest cost.
-    json_columns = ("attributes", "capacity", "consumes_counters", "taints")
+    json_columns = DEVICE_DOCUMENTS
 
     @classmethod
     def select(cls, devices: QuerySet[Device]) -> QuerySet[Any]:
@@ -149,24 +151,11 @@ class DeviceRows:
                 "pool": row["pool_name"],
                 "name": row["name"],
                 "resource_slice": row["resource_slice_name"],
-                "node_name": row["node_name"],
-                "device_type": row["device_type"],
-                "model_name": row["model_name"],
-                "uuid": row["uuid"],
-                "parent_uuid": row["parent_uuid"],
-                "pci_bus_id": row["pci_bus_id"],
-                "pcie_root": row["pcie_root"],
-                "memory_bytes": row["memory_bytes"],
-                "state": row["state"],
-                "state_reason": row["state_reason"],
+                **{column: row[column] for column in DEVICE_COLUMNS},
                 "held_by": holders[row["pk"], False],
                 "observed_by": holders[row["pk"], True],
-                "is_tainted": row["is_tainted"],
-                "allow_multiple_allocations": row["allow_multiple_allocations"],
-                "attributes": decode(row["attributes_json"]),
-                "capacity": decode(row["capacity_json"]),
-                "consumes_counters": decode(row["consumes_counters_json"]),
-                "taints": decode(row["taints_json"]),
+                **{flag: row[flag] for flag in DEVICE_FLAGS},
+                **{name: decode(row[column]) for name, column in _DOCUMENT_COLUMNS},
             }
             for row in rows
         ]

@@ -8,6 +8,7 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from devices.api.device_rows import DEVICE_COLUMNS, DEVICE_DOCUMENTS, DEVICE_FLAGS
 from devices.filtersets import drivers_named_by
 from devices.models import Device, DeviceClass, Node, ResourceSlice
 
@@ -117,24 +118,11 @@ class DeviceSerializer(serializers.ModelSerializer):
             "pool",
             "name",
             "resource_slice",
-            "node_name",
-            "device_type",
-            "model_name",
-            "uuid",
-            "parent_uuid",
-            "pci_bus_id",
-            "pcie_root",
-            "memory_bytes",
-            "state",
-            "state_reason",
+            *DEVICE_COLUMNS,
             "held_by",
             "observed_by",
-            "is_tainted",
-            "allow_multiple_allocations",
-            "attributes",
-            "capacity",
-            "consumes_counters",
-            "taints",
+            *DEVICE_FLAGS,
+            *DEVICE_DOCUMENTS,
         ]
 
     def get_url(self, device: Device) -> str:

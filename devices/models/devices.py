@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Self, cast
 
 from django.db import models
 from django.db.models import Count, Prefetch, Q
@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from devices.models.mirror import NamespacedQuerySet
 from devices.models.resource_slices import ResourceSlice
+from toolkit.querysets import VisibleQuerySet
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AnonymousUser, User
@@ -25,10 +26,10 @@ class DeviceState(models.TextChoices):
     TAINTED = "tainted", "Tainted"
 
 
-class DeviceQuerySet(models.QuerySet["Device"]):
-    def visible_to(self, user: User | AnonymousUser) -> DeviceQuerySet:
+class DeviceQuerySet(VisibleQuerySet["Device"]):
+    def visible_to_member(self, user: User) -> Self:
         """Inventory is visible to every signed-in user; who holds a device is gated per claim."""
-        return self.all() if user.is_authenticated else self.none()
+        return self.all()
 
     def by_natural_key(self, driver: str, pool: str, name: str) -> DeviceQuerySet:
         """The device ``name`` of ``driver``'s ``pool``: its stable identity, which survives its

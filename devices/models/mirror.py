@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from django.db import models
 
+from toolkit.querysets import VisibleQuerySet
+
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AnonymousUser, User
+    from django.contrib.auth.models import User
 
 __all__ = ["MirroredObject", "NamespacedQuerySet"]
 
 
-class NamespacedQuerySet(models.QuerySet):
+class NamespacedQuerySet(VisibleQuerySet[Any]):
     """Gate for mirrored objects that live in a namespace (claims, templates, pods)."""
 
-    def visible_to(self, user: User | AnonymousUser) -> Self:
+    def visible_to_member(self, user: User) -> Self:
         """Portal admins see everything; others what is in their tenants' namespaces."""
-        if not user.is_authenticated:
-            return self.none()
-        if user.is_staff:
-            return self.all()
         from portal.models import TenantNamespace
 
         namespaces = TenantNamespace.objects.filter(tenant__memberships__user=user)

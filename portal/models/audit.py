@@ -2,26 +2,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from django.conf import settings
 from django.db import models
 
 from portal.models.tenants import Tenant
+from toolkit.querysets import VisibleQuerySet
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AnonymousUser, User
+    from django.contrib.auth.models import User
 
 __all__ = ["AuditEvent", "AuditEventQuerySet"]
 
 
-class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
-    def visible_to(self, user: User | AnonymousUser) -> AuditEventQuerySet:
+class AuditEventQuerySet(VisibleQuerySet["AuditEvent"]):
+    def visible_to_member(self, user: User) -> Self:
         """Portal admins see every event; tenant admins see their tenants' events."""
-        if not user.is_authenticated:
-            return self.none()
-        if user.is_staff:
-            return self.all()
         return self.filter(tenant__in=Tenant.objects.administered_by(user))
 
 

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from django.db import models
 
 from portal.inventory import device_classes
 from portal.models.tenants import Tenant
+from toolkit.querysets import VisibleQuerySet
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AnonymousUser, User
+    from django.contrib.auth.models import User
 
 __all__ = ["Quota", "QuotaQuerySet"]
 
 
-class QuotaQuerySet(models.QuerySet["Quota"]):
-    def visible_to(self, user: User | AnonymousUser) -> QuotaQuerySet:
+class QuotaQuerySet(VisibleQuerySet["Quota"]):
+    def visible_to_member(self, user: User) -> Self:
         """Quotas of the tenants the user may see."""
         return self.filter(tenant__in=Tenant.objects.visible_to(user))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from portal.models.roles import Role
 from portal.models.validators import validate_printable_text
+from toolkit.querysets import VisibleQuerySet
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AnonymousUser, User
@@ -28,13 +29,9 @@ dns_label_validator = RegexValidator(
 )
 
 
-class TenantQuerySet(models.QuerySet["Tenant"]):
-    def visible_to(self, user: User | AnonymousUser) -> TenantQuerySet:
+class TenantQuerySet(VisibleQuerySet["Tenant"]):
+    def visible_to_member(self, user: User) -> Self:
         """Tenants the user may see: all for portal admins (staff), their own for members."""
-        if not user.is_authenticated:
-            return self.none()
-        if user.is_staff:
-            return self.all()
         return self._with_membership(user=user)
 
     def administered_by(self, user: User | AnonymousUser) -> TenantQuerySet:
@@ -45,7 +42,7 @@ class TenantQuerySet(models.QuerySet["Tenant"]):
             return self.all()
         return self._with_membership(user=user, role=Role.TENANT_ADMIN)
 
-    def _with_membership(self, **membership: object) -> TenantQuerySet:
+    def _with_membership(self, **membership: object) -> Self:
         """Tenants with a membership matching ``membership``, chosen in a subquery: a join
         would stay on the query and narrow what is later counted over memberships (every
         member) to the viewer's own row."""

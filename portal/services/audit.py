@@ -7,12 +7,12 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db import models
+from django.db import models, transaction
 from django.forms.models import model_to_dict
 
 from portal.models import AuditEvent, Tenant
 
-__all__ = ["record_event", "snapshot"]
+__all__ = ["audited_delete", "record_event", "record_saved", "snapshot"]
 
 
 def _json_safe(value: Any) -> Any:
@@ -55,3 +55,43 @@ def record_event(
         before=before,
         after=after,
     )
+
+
+def record_saved(
+    *,
+    actor: User | AnonymousUser | None,
+    obj: models.Model,
+    before: dict[str, Any] | None,
+    after: dict[str, Any],
+    tenant: Tenant | None = None,
+) -> bool:
+    """The one audit of a save: ``created`` when there was nothing ``before``, ``updated``
+    otherwise, nothing when nothing changed. Call inside the transaction that saved ``obj``;
+    answers whether an event was recorded."""
+    if before == after:
+        return False
+    record_event(
+        actor=actor,
+        action=AuditEvent.Action.CREATED if before is None else AuditEvent.Action.UPDATED,
+        obj=obj,
+        tenant=tenant,
+        before=before,
+        after=after,
+    )
+    return True
+
+
+def audited_delete(
+    *,
+    actor: User | AnonymousUser | None,
+    obj: models.Model,
+    before: dict[str, Any],
+    tenant: Tenant | None = None,
+) -> None:
+    """The one audited delete: the event (with what ``obj`` was) and the delete commit
+    together."""
+    with transaction.atomic():
+        record_event(
+            actor=actor, action=AuditEvent.Action.DELETED, obj=obj, tenant=tenant, before=before
+        )
+        obj.delete()

@@ -9,8 +9,8 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
 
-from portal.models import AuditEvent, IdlePolicy, Tenant
-from portal.services.audit import record_event, snapshot
+from portal.models import IdlePolicy, Tenant
+from portal.services.audit import audited_delete, record_saved, snapshot
 
 __all__ = ["IDLE_POLICY_FIELDS", "delete_idle_policy", "save_idle_policy"]
 
@@ -41,27 +41,21 @@ def save_idle_policy(
             setattr(policy, name, fields.get(name, column.get_default()))
         policy.full_clean()
         policy.save()
-        after = snapshot(policy, IDLE_POLICY_FIELDS)
-        if before != after:
-            record_event(
-                actor=actor,
-                action=AuditEvent.Action.CREATED if before is None else AuditEvent.Action.UPDATED,
-                obj=policy,
-                tenant=tenant,
-                before=before,
-                after=after,
-            )
+        record_saved(
+            actor=actor,
+            obj=policy,
+            tenant=tenant,
+            before=before,
+            after=snapshot(policy, IDLE_POLICY_FIELDS),
+        )
     return policy
 
 
 def delete_idle_policy(*, actor: User | AnonymousUser | None, policy: IdlePolicy) -> None:
     """The tenant follows the portal defaults again (reclaim off)."""
-    with transaction.atomic():
-        record_event(
-            actor=actor,
-            action=AuditEvent.Action.DELETED,
-            obj=policy,
-            tenant=policy.tenant,
-            before=snapshot(policy, IDLE_POLICY_FIELDS),
-        )
-        policy.delete()
+    audited_delete(
+        actor=actor,
+        obj=policy,
+        tenant=policy.tenant,
+        before=snapshot(policy, IDLE_POLICY_FIELDS),
+    )

@@ -22,7 +22,7 @@ from portal.inventory import device_classes
 from portal.models import AuditEvent, Membership, Quota, Tenant, TenantNamespace
 from portal.models.roles import Role
 from portal.models.validators import DNS_SUBDOMAIN
-from portal.services.audit import record_event, snapshot
+from portal.services.audit import audited_delete, record_event, record_saved, snapshot
 from portal.signals import namespaces_changed, quotas_changed
 
 __all__ = [
@@ -454,25 +454,13 @@ def save_quota(
         if before != after:
             quota.save()
             quotas_changed.send(sender=Tenant, tenant_id=tenant.pk)
-            record_event(
-                actor=actor,
-                action=AuditEvent.Action.CREATED if before is None else AuditEvent.Action.UPDATED,
-                obj=quota,
-                tenant=tenant,
-                before=before,
-                after=after,
-            )
+            record_saved(actor=actor, obj=quota, tenant=tenant, before=before, after=after)
     return quota
 
 
 def delete_quota(*, actor: User | AnonymousUser | None, quota: Quota) -> None:
     with transaction.atomic():
-        record_event(
-            actor=actor,
-            action=AuditEvent.Action.DELETED,
-            obj=quota,
-            tenant=quota.tenant,
-            before=snapshot(quota, QUOTA_FIELDS),
+        audited_delete(
+            actor=actor, obj=quota, tenant=quota.tenant, before=snapshot(quota, QUOTA_FIELDS)
         )
-        quota.delete()
         quotas_changed.send(sender=Tenant, tenant_id=quota.tenant_id)

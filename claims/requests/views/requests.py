@@ -3,7 +3,7 @@ its release and renew actions. Thin views (STYLE §5): parse → gate → servic
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -73,13 +73,14 @@ def _lease_hint(form: ClaimRequestForm, device_class: str) -> str:
     """What an empty lease means for the namespace's tenant and the class chosen: the lease
     it gets (``claims.requests.services.default_lease``) and whether a longer one waits for
     approval."""
-    choices = form.fields["namespace"].choices
+    # (namespace, label) pairs: the list the form's __init__ offers.
+    choices = cast("list[tuple[str, str]]", form.namespace_field.choices)
     namespace = form.data.get("namespace") or form.initial.get("namespace") or ""
     if not namespace and choices:
         namespace = choices[0][0]  # what the browser shows selected
     tenant = form.namespace_tenants.get(namespace)
     if tenant is None or not device_class:
-        return form.fields["lease"].help_text
+        return str(form.fields["lease"].help_text)
     quota = Quota.objects.filter(tenant=tenant, device_class_name=device_class).first()
     lease = default_lease(quota)
     if quota is None or lease is None:
@@ -405,9 +406,11 @@ def claimrequest_renew(request: HttpRequest, pk: Any) -> HttpResponse:
     claim_request = get_request_for_user(request.user, pk, write=True)
     form = RenewForm(request.POST)
     if not form.is_valid():
-        for problems in form.errors.values():
-            for problem in problems:
-                messages.error(request, problem)
+        for field_errors in form.errors.values():
+            # An ErrorList yields its messages as strings (its __getitem__ unwraps each
+            # ValidationError); the stubs type the items as they are stored.
+            for message in cast("list[str]", field_errors):
+                messages.error(request, message)
         return _hx_redirect(request, claim_request.get_absolute_url())
     lease = parse_duration(form.cleaned_data["lease"]) if form.cleaned_data["lease"] else None
     try:

@@ -59,6 +59,7 @@ class ReportForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        assert data is not None  # Form.clean returns cleaned_data
         preset = data.get("period") or ""
         start, end = data.get("from") or "", data.get("to") or ""
         if preset and preset != Preset.CUSTOM:
@@ -123,7 +124,7 @@ def _csv_response(report: AllocationReport, rows: list[ReportRow]) -> StreamingH
 
 
 @login_required
-def allocation_report(request: HttpRequest) -> HttpResponse:
+def allocation_report(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     form = ReportForm(request.GET)
     context: dict[str, Any] = {"form": form, "sorts": SORTS, "group_by_choices": GroupBy.choices}
     if not form.is_valid():
