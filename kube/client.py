@@ -240,6 +240,13 @@ class Cluster:
     def get(self, kind: Kind, name: str, namespace: str | None = None) -> dict[str, Any]:
         return self._json("GET", KINDS[kind].path(namespace, name))
 
+    def find(self, kind: Kind, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """:meth:`get`, or None when the object does not exist."""
+        try:
+            return self.get(kind, name, namespace)
+        except NotFound:
+            return None
+
     def identity(self) -> str:
         """The cluster's identity: the uid of its `kube-system` namespace, which lives as long
         as the cluster's etcd does. "" when it cannot be read (no such namespace, no RBAC)."""

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from kube.client import Cluster
-from kube.errors import AlreadyExists, ClusterError, NotFound
+from kube.errors import AlreadyExists, ClusterError
 from kube.kinds import Kind
 
 __all__ = ["LOAD_ORDER", "LoadReport", "load_fixtures", "read_fixture_files"]
@@ -158,9 +158,8 @@ def _uid_of(
         return uids[key]
     if kind not in LOAD_ORDER:
         return None
-    try:
-        found = cluster.get(LOAD_ORDER[kind][0], name, namespace if kind in _NAMESPACED else None)
-    except NotFound:
+    found = cluster.find(LOAD_ORDER[kind][0], name, namespace if kind in _NAMESPACED else None)
+    if found is None:
         return None
     uids[key] = str(found["metadata"].get("uid") or "")
     return uids[key]

@@ -55,7 +55,7 @@ from claims.models import (
     ResourceClaimTemplate,
 )
 from claims.signals import claim_moved, tenant_usage_changed
-from kube.errors import ClusterError, NotFound
+from kube.errors import ClusterError
 from kube.kinds import Kind
 from mirror.models import MirrorStatus
 from mirror.store import is_newer
@@ -384,10 +384,7 @@ def _confirm_gone(request: ClaimRequest) -> str:
     kind, _ = manifest(request)
     try:
         with connected() as cluster:
-            try:
-                found = cluster.get(kind, request.name, request.namespace)
-            except NotFound:
-                found = None
+            found = cluster.find(kind, request.name, request.namespace)
             identity = cluster.identity() if found is None else ""
     except ClusterError:
         return ""

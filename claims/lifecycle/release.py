@@ -26,10 +26,7 @@ def release_request(request_id: str) -> str:
     kind, _ = manifest(request)
     try:
         with connected() as cluster:
-            try:
-                found = cluster.get(kind, request.name, request.namespace)
-            except NotFound:
-                found = None
+            found = cluster.find(kind, request.name, request.namespace)
             labels = ((found or {}).get("metadata") or {}).get("labels") or {}
             if found is not None and request.made(labels):
                 finalizers = found["metadata"].get("finalizers") or []

@@ -383,3 +383,11 @@ def test_strict_field_validation_refuses_unknown_fields(emulator: Emulator) -> N
     assert (code, status["reason"]) == (400, "BadRequest")
     assert status["message"].endswith('strict decoding error: unknown field "spec.foo"')
     assert emulator.objects("DeviceClass") == []
+
+
+def test_find_answers_the_object_or_none(cluster: Cluster) -> None:
+    assert cluster.find(Kind.RESOURCE_CLAIMS, "gpu-claim", "default") is None
+    created = cluster.create(Kind.RESOURCE_CLAIMS, claim())
+    found = cluster.find(Kind.RESOURCE_CLAIMS, "gpu-claim", "default")
+    assert found is not None
+    assert found["metadata"]["uid"] == created["metadata"]["uid"]
