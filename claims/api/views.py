@@ -32,6 +32,19 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from claims.access import get_claim_for_user, get_request_for_user
+from claims.api.inputs import (
+    ClaimInputSerializer,
+    DecisionInputSerializer,
+    ReleaseInputSerializer,
+    RenewInputSerializer,
+)
+from claims.api.serializers import (
+    ClaimRequestSerializer,
+    FitReportSerializer,
+    QuotaCheckSerializer,
+    ResourceClaimSerializer,
+    TenantUsageSerializer,
+)
 from claims.filtersets import ClaimRequestFilterSet, ResourceClaimFilterSet
 from claims.models import ClaimRequest, ResourceClaim, UsageRollup
 from claims.requests.approvals import approve_request, deny_request, may_decide
@@ -48,18 +61,6 @@ from toolkit.api.utilisation import (
     UTILISATION_RESPONSE,
     requested_range,
     utilisation_response,
-)
-
-from .serializers import (
-    ClaimInputSerializer,
-    ClaimRequestSerializer,
-    DecisionInputSerializer,
-    FitReportSerializer,
-    QuotaCheckSerializer,
-    ReleaseInputSerializer,
-    RenewInputSerializer,
-    ResourceClaimSerializer,
-    TenantUsageSerializer,
 )
 
 __all__ = [

@@ -18,7 +18,8 @@ from django.http import Http404
 from rest_framework.exceptions import ValidationError
 
 from claims.access import get_request_for_user
-from claims.api.serializers import ClaimInputSerializer, ClaimRequestSerializer, LeaseField
+from claims.api.inputs import ClaimInputSerializer, LeaseField
+from claims.api.serializers import ClaimRequestSerializer
 from claims.api.views import mirrored_claims
 from claims.filtersets import ClaimRequestFilterSet
 from claims.models import ClaimRequest
