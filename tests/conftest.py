@@ -42,19 +42,10 @@ from tests.factories import (
     TenantNamespaceFactory,
     UserFactory,
 )
+from tests.unavailable import unavailable
 
 SHARED_FIXTURES = Path(__file__).resolve().parent.parent / "devices" / "fixtures"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
-
-
-def _require_services() -> bool:
-    return os.environ.get("REQUIRE_SERVICES", "") in ("1", "true", "yes")
-
-
-def _unavailable(reason: str) -> None:
-    if _require_services():
-        pytest.fail(f"REQUIRE_SERVICES is set but {reason}")
-    pytest.skip(reason)
 
 
 @pytest.fixture(autouse=True)
@@ -98,7 +89,7 @@ def _private_shared_state(settings):
 def postgres(db: None) -> None:
     """The test runs on PostgreSQL (DATABASE_URL); skipped (or failed in CI) otherwise."""
     if connection.vendor != "postgresql":
-        _unavailable("PostgreSQL is not configured (set DATABASE_URL=postgres://...)")
+        unavailable("PostgreSQL is not configured (set DATABASE_URL=postgres://...)")
 
 
 @pytest.fixture
@@ -106,13 +97,13 @@ def redis_url() -> str:
     """A reachable Redis (REDIS_URL); skipped (or failed in CI) otherwise."""
     url = settings.REDIS_URL
     if not url:
-        _unavailable("Redis is not configured (set REDIS_URL=redis://...)")
+        unavailable("Redis is not configured (set REDIS_URL=redis://...)")
     import redis
 
     try:
         redis.Redis.from_url(url, socket_connect_timeout=2).ping()
     except redis.RedisError as error:
-        _unavailable(f"Redis at REDIS_URL is not reachable: {error}")
+        unavailable(f"Redis at REDIS_URL is not reachable: {error}")
     return url
 
 
@@ -131,7 +122,7 @@ def kubectl_path() -> str:
     """kubectl, for rendering deploy/ with its built-in kustomize (no cluster needed)."""
     path = shutil.which("kubectl")
     if path is None:
-        _unavailable("kubectl is not installed (it renders deploy/ with kustomize)")
+        unavailable("kubectl is not installed (it renders deploy/ with kustomize)")
     return str(path)
 
 

@@ -25,6 +25,7 @@ from kube.config import ClusterConfig
 from kube.kinds import Kind
 from mirror.mapping import MIRRORED_KINDS
 from mirror.store import MODELS
+from tests.unavailable import unavailable
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +38,7 @@ AWAY_SECONDS = 8
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory) -> Iterator[tuple[Stack, Emulator]]:
     if reason := missing_redis_server():
-        pytest.skip(reason)
+        unavailable(reason)
     var = tmp_path_factory.mktemp("faults")
     settings = {"CLAIMS_RESUME_AFTER_SECONDS": str(RESUME_AFTER)}
     with on_loopback(var, fixture_objects(), **settings) as (stack, emulator):

@@ -34,9 +34,9 @@ OPERATIONS = 1000
 @pytest.fixture
 def postgres_threads(transactional_db):
     if connection.vendor != "postgresql":
-        from tests.conftest import _unavailable
+        from tests.unavailable import unavailable
 
-        _unavailable("PostgreSQL is not configured (set DATABASE_URL=postgres://...)")
+        unavailable("PostgreSQL is not configured (set DATABASE_URL=postgres://...)")
 
 
 def templates() -> dict[Kind, dict]:

@@ -23,6 +23,7 @@ from kube.kinds import Kind
 from mirror.mapping import MIRRORED_KINDS
 from mirror.models import MirrorStatus
 from mirror.store import MODELS
+from tests.unavailable import unavailable
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +35,7 @@ LOCK_TTL = 5
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory) -> Iterator[tuple[Stack, Emulator]]:
     if reason := missing_redis_server():
-        pytest.skip(reason)
+        unavailable(reason)
     var = tmp_path_factory.mktemp("takeover")
     with on_loopback(
         var, fixture_objects(), WATCHER_LOCK_TTL=str(LOCK_TTL), WATCH_REQUEST_SECONDS="5"

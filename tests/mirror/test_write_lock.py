@@ -18,9 +18,9 @@ from mirror.store import _DEVICE_WRITES_LOCK, apply_events
 @pytest.fixture
 def postgres_threads(transactional_db):
     if connection.vendor != "postgresql":
-        from tests.conftest import _unavailable
+        from tests.unavailable import unavailable
 
-        _unavailable("PostgreSQL is not configured (set DATABASE_URL=postgres://...)")
+        unavailable("PostgreSQL is not configured (set DATABASE_URL=postgres://...)")
 
 
 def _lock_free_elsewhere() -> bool:

@@ -13,6 +13,8 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.unavailable import unavailable
+
 ROOT = Path(__file__).resolve().parents[2]
 MONITORING = ROOT / "deploy" / "monitoring"
 SUFFIXES = {
@@ -100,7 +102,7 @@ def test_the_expression_parser_sees_what_an_expression_selects():
 def test_it_renders_with_kustomize():
     kubectl = shutil.which("kubectl")
     if kubectl is None:
-        pytest.skip("kubectl is not installed")
+        unavailable("kubectl is not installed")
     rendered = subprocess.run(
         [kubectl, "kustomize", str(MONITORING)], capture_output=True, text=True, timeout=60
     )

@@ -31,6 +31,7 @@ from harness.stack import (
     status_of,
     wait_for,
 )
+from tests.unavailable import unavailable
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +43,7 @@ def postgres() -> Iterator[Postgres]:
     try:
         server = Postgres.create()
     except LookupError as error:
-        pytest.skip(str(error))
+        unavailable(str(error))
     yield server
     server.destroy()
 
@@ -52,7 +53,7 @@ def redis_server(tmp_path_factory) -> Iterator[Redis]:
     try:
         server = Redis.create(tmp_path_factory.mktemp("redis"))
     except LookupError as error:
-        pytest.skip(str(error))
+        unavailable(str(error))
     yield server
     server.stop()
 
