@@ -44,3 +44,31 @@ def test_typing_logs_no_errors_and_the_preview_follows_the_last_keystroke(
     )
     page.wait_for_load_state("networkidle")
     assert errors == []
+
+
+def test_the_yaml_a_reader_opened_stays_open_while_the_preview_follows_the_typing(
+    browser_page, sign_in, live_server, live, bob
+):
+    page = browser_page
+    sign_in(page, "bob")
+    page.wait_for_url(f"{live_server.url}/")
+    page.goto(f"{live_server.url}/claims/requests/new/")
+    page.select_option("select[name=namespace]", "gpu-test1")
+    page.fill("input[name=name]", "run-one")
+    page.select_option("select[name=device_class]", "gpu.nvidia.com")
+    page.wait_for_function(
+        "t => document.querySelector('[data-testid=preview-yaml]')?.textContent.includes(t)",
+        arg="name: run-one",
+    )
+    page.wait_for_load_state("networkidle")
+    page.locator("#preview-yaml-details summary").click()
+    assert page.locator("#preview-yaml-details").evaluate("details => details.open")
+
+    page.fill("input[name=name]", "run-two")
+    page.wait_for_function(
+        "t => document.querySelector('[data-testid=preview-yaml]')?.textContent.includes(t)",
+        arg="name: run-two",
+    )
+    page.wait_for_load_state("networkidle")
+    assert page.locator("#preview-yaml-details").evaluate("details => details.open")
+    assert page.get_by_test_id("preview-yaml").is_visible()
