@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .entries import (
-    Entry,
-)
+from .entries import Entry
 from .history import History
 from .quota import admission_error, claim_usage, computed_status
 from .resources import by_kind

@@ -4,46 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any
 
 import yaml
 
 from .errors import ApiError
-from .faults import Fault
-from .resources import (
-    Resource,
-)
+from .resources import Resource
 from .schema import unknown_fields
-from .store import Store
-
-
-class Emulator(Protocol):
-    """What the HTTP front needs of the emulator that owns it (``server.Emulator``)."""
-
-    host: str
-    bookmark_interval: float
-    verbose: bool
-    store: Store
-    tokens: frozenset[str] | None
-
-    @property
-    def port(self) -> int: ...
-    def version_info(self) -> dict[str, str]: ...
-    def load(self, objects: Iterable[dict[str, Any]]) -> int: ...
-    def state(self) -> dict[str, Any]: ...
-    def compact(self) -> int: ...
-    def close_watches(self) -> int: ...
-    def add_fault(self, fault: Fault) -> None: ...
-    def clear_faults(self) -> None: ...
-    def faults(self) -> list[Fault]: ...
-    def replace_cluster(
-        self, *, resource_version: int | None = None, cluster_uid: str | None = None
-    ) -> str: ...
-    def _take_fault(self, method: str, path: str) -> Fault | None: ...
-    def _watch_started(self) -> None: ...
-    def _watch_ended(self) -> None: ...
-
 
 __all__ = ["drop_unknown_fields", "parse_json", "parse_yaml", "snake_keys", "validate_list_options"]
 

@@ -5,45 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler
-from typing import Any, Protocol
+from typing import Any
 
 from .errors import ApiError
 from .faults import Fault
 from .negotiation import Conversion, convert_object, include_object
-from .resources import (
-    Resource,
-)
-from .store import Entry, Store, WatchClosed, dumps
-
-
-class Emulator(Protocol):
-    """What the HTTP front needs of the emulator that owns it (``server.Emulator``)."""
-
-    host: str
-    bookmark_interval: float
-    verbose: bool
-    store: Store
-    tokens: frozenset[str] | None
-
-    @property
-    def port(self) -> int: ...
-    def version_info(self) -> dict[str, str]: ...
-    def load(self, objects: Iterable[dict[str, Any]]) -> int: ...
-    def state(self) -> dict[str, Any]: ...
-    def compact(self) -> int: ...
-    def close_watches(self) -> int: ...
-    def add_fault(self, fault: Fault) -> None: ...
-    def clear_faults(self) -> None: ...
-    def faults(self) -> list[Fault]: ...
-    def replace_cluster(
-        self, *, resource_version: int | None = None, cluster_uid: str | None = None
-    ) -> str: ...
-    def _take_fault(self, method: str, path: str) -> Fault | None: ...
-    def _watch_started(self) -> None: ...
-    def _watch_ended(self) -> None: ...
-
+from .resources import Resource
+from .store import Entry, WatchClosed, dumps
 
 __all__ = ["Abort", "WatchEncoder", "Watching"]
 

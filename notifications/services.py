@@ -32,9 +32,7 @@ from notifications.models import (
     NotificationPreference,
     QuotaAlarm,
 )
-from notifications.webhooks import (
-    queue_delivery,
-)
+from notifications.webhooks import queue_delivery
 from portal.celery import enqueue_on_commit
 from portal.models import Membership, Tenant
 from toolkit.durations import DurationError, format_duration, parse_duration
