@@ -32,7 +32,7 @@ import logging
 import ssl
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Self
 
 import msgspec
 import urllib3
@@ -53,11 +53,14 @@ from kube.errors import (
 )
 from kube.kinds import KINDS, Kind
 
-__all__ = ["FIELD_MANAGER", "Cluster"]
+__all__ = ["FIELD_MANAGER", "METADATA_LIST", "Cluster"]
 
 logger = logging.getLogger(__name__)
 
 FIELD_MANAGER = "dra-portal"
+# What a client sends for a metadata-only list, falling back to the full list on a server that
+# cannot convert (kube-apiserver, like the emulator, serves the first it can).
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
 _PATCH_CONTENT_TYPES = {
     "merge": "application/merge-patch+json",
     "strategic": "application/strategic-merge-patch+json",
@@ -91,7 +94,7 @@ class Cluster:
     def close(self) -> None:
         self._api.close()
 
-    def __enter__(self) -> Cluster:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -108,6 +111,7 @@ class Cluster:
         body: Any = None,
         content_type: str = "application/json",
         read_timeout: float | None = None,
+        accept: str = "application/json",
     ) -> urllib3.BaseHTTPResponse:
         """Send one request; returns the unread response (status already checked).
 
@@ -117,11 +121,15 @@ class Cluster:
         """
         api = self._api
         try:
-            return self._send_with(api, method, path, query, body, content_type, read_timeout)
+            return self._send_with(
+                api, method, path, query, body, content_type, read_timeout, accept
+            )
         except (Unauthorized, TLSFailure):
             if not self._renew(api):
                 raise
-        return self._send_with(self._api, method, path, query, body, content_type, read_timeout)
+        return self._send_with(
+            self._api, method, path, query, body, content_type, read_timeout, accept
+        )
 
     def _renew(self, refused: k8s_client.ApiClient) -> bool:
         """Reads the configuration again after ``refused`` met refused credentials or a failed
@@ -156,8 +164,9 @@ class Cluster:
         body: Any,
         content_type: str,
         read_timeout: float | None,
+        accept: str = "application/json",
     ) -> urllib3.BaseHTTPResponse:
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": accept}
         if body is not None:
             headers["Content-Type"] = content_type
         try:
@@ -267,8 +276,14 @@ class Cluster:
         resource_version_match: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        metadata_only: bool = False,
     ) -> dict[str, Any]:
         """One page of a list, as the raw `<Kind>List` JSON (items lack apiVersion/kind).
+
+        ``metadata_only``: a `meta.k8s.io/v1` `PartialObjectMetadataList` instead, whose items
+        carry only their metadata (what kube-apiserver serves to controllers that compare uids
+        and resourceVersions, a fraction of the bytes). Its continue tokens are those of the
+        full list: the same page can be asked for again, whole.
 
         A continue token that is too old raises `Gone`: start the list again.
         """
@@ -285,7 +300,8 @@ class Cluster:
             query.append(("labelSelector", label_selector))
         if field_selector:
             query.append(("fieldSelector", field_selector))
-        return self._json("GET", KINDS[kind].path(namespace), query=query)
+        accept = METADATA_LIST if metadata_only else "application/json"
+        return self._json("GET", KINDS[kind].path(namespace), query=query, accept=accept)
 
     def list_all(
         self,

@@ -48,6 +48,7 @@ from mirror.store import (
     Applied,
     apply_events,
     delete_missing,
+    has_rows,
     is_newer,
     stored_versions,
     upsert,
@@ -59,6 +60,7 @@ __all__ = ["Backoff", "Reflector", "refresh_connection"]
 logger = logging.getLogger(__name__)
 
 _END = object()
+PARTIAL_LIST = "PartialObjectMetadataList"
 # Kinds whose device states this process has recomputed in full once (see ``relist``).
 _STATES_CHECKED: set[Kind] = set()
 
@@ -265,11 +267,18 @@ class Reflector:
         # (the first relist of a kind in this process recomputes them all: it heals states a
         # process that died mid-relist left behind).
         pools: set[PoolKey] = set()
+        # With rows to compare against, pages are listed as metadata first (uids and
+        # resourceVersions, a fraction of the bytes to read and decode) and only a page that
+        # holds a change is asked for again, whole, at the same snapshot.
+        compare = not reset and has_rows(self.kind)
         continue_: str | None = None
+        list_version = ""
         while True:
-            page = self.cluster.list_page(self.kind, limit=self.page_size, continue_=continue_)
+            page = self.cluster.list_page(
+                self.kind, limit=self.page_size, continue_=continue_, metadata_only=compare
+            )
             metadata = page.get("metadata") or {}
-            list_version = str(metadata.get("resourceVersion") or "")
+            list_version = list_version or str(metadata.get("resourceVersion") or "")
             if continue_ is None and not reset and _is_below(list_version, self.resource_version):
                 logger.warning(
                     "%s: the cluster's history went back from %s to %s: resetting",
@@ -286,11 +295,15 @@ class Reflector:
                 # Only objects that changed are mapped: an unchanged relist costs the list
                 # and one indexed query per page.
                 changed = [
-                    map_object(self.kind, item)
+                    item
                     for item, uid in zip(items, uids, strict=True)
                     if reset or not uid or is_newer(resource_version_of(item), stored.get(uid))
                 ]
-                applied += upsert(self.kind, changed, pending=pools)
+                if changed and page.get("kind") == PARTIAL_LIST:
+                    changed = self._whole(changed, continue_, list_version)
+                applied += upsert(
+                    self.kind, [map_object(self.kind, item) for item in changed], pending=pools
+                )
             continue_ = metadata.get("continue")
             if not continue_:
                 break
@@ -333,6 +346,24 @@ class Reflector:
             ", reset" if reset else "",
         )
         return applied
+
+    def _whole(
+        self, partial: list[dict[str, Any]], continue_: str | None, list_version: str
+    ) -> list[dict[str, Any]]:
+        """The whole objects of ``partial`` (metadata-only items of one page): the same page
+        listed again at the same snapshot (its continue token, or the list's resourceVersion
+        for the first page), so the rows still come from one consistent list."""
+        if continue_:
+            page = self.cluster.list_page(self.kind, limit=self.page_size, continue_=continue_)
+        else:
+            page = self.cluster.list_page(
+                self.kind,
+                limit=self.page_size,
+                resource_version=list_version,
+                resource_version_match="Exact",
+            )
+        wanted = {_uid_of(item) for item in partial}
+        return [item for item in page.get("items") or [] if _uid_of(item) in wanted]
 
     # -- watch -------------------------------------------------------------------------------
 

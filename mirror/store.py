@@ -14,11 +14,13 @@ from typing import Any
 
 from django.db import connection, models, transaction
 from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.utils import timezone
 
 from claims.models import (
     AllocatedDevice,
     AllocationRecord,
     ClaimConsumer,
+    ClaimFacts,
     ResourceClaim,
     ResourceClaimTemplate,
 )
@@ -129,10 +131,18 @@ def is_newer(incoming: str, stored: str | None) -> bool:
 
 def stored_versions(kind: Kind, uids: Iterable[str] | None = None) -> dict[str, str]:
     """uid → resourceVersion of the stored rows (all of them, or those with ``uids``)."""
-    queryset = MODELS[kind]._default_manager.all()
-    if uids is not None:
-        queryset = queryset.filter(uid__in=list(uids))
-    return dict(queryset.values_list("uid", "resource_version"))
+    model = MODELS[kind]
+    if uids is None:
+        return dict(model._default_manager.values_list("uid", "resource_version"))
+    # ``__any``: a relist asks this once per page of 500 (toolkit.lookups).
+    return dict(
+        model._default_manager.filter(uid__any=list(uids)).values_list("uid", "resource_version")
+    )
+
+
+def has_rows(kind: Kind) -> bool:
+    """Whether any object of ``kind`` is mirrored."""
+    return MODELS[kind]._default_manager.exists()
 
 
 def _model_fields(model: type[models.Model]) -> list[str]:
@@ -168,19 +178,19 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
         # A slice moving to another pool changes the pool it leaves, too.
         touched |= {
             (driver, pool, "")
-            for driver, pool in model._default_manager.filter(uid__in=list(keyed)).values_list(
+            for driver, pool in model._default_manager.filter(uid__any=list(keyed)).values_list(
                 "driver", "pool_name"
             )
         }
     if kind in (Kind.DEVICE_CLASSES, Kind.NODES):
         stored = dict(
-            model._default_manager.filter(uid__in=list(keyed)).values_list(
+            model._default_manager.filter(uid__any=list(keyed)).values_list(
                 "uid", "resource_version"
             )
         )
         if any(stored.get(uid) != m.fields.get("resource_version") for uid, m in keyed.items()):
             _record_kind(kind)
-    existing = dict(model._default_manager.filter(uid__in=list(keyed)).values_list("uid", "pk"))
+    existing = dict(model._default_manager.filter(uid__any=list(keyed)).values_list("uid", "pk"))
     rows = {uid: {**m.fields, "problems": m.problems} for uid, m in keyed.items()}
     if kind == Kind.RESOURCE_CLAIMS:
         _set_tenants(rows)
@@ -198,7 +208,7 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
         pks = dict(existing)
         if len(pks) < len(keyed):
             fresh = [uid for uid in keyed if uid not in existing]
-            pks.update(model._default_manager.filter(uid__in=fresh).values_list("uid", "pk"))
+            pks.update(model._default_manager.filter(uid__any=fresh).values_list("uid", "pk"))
         stored = {uid: keyed[uid] for uid in existing}
         if kind == Kind.RESOURCE_SLICES:
             added = _replace_slice_children(writer, keyed, stored, pks)
@@ -219,10 +229,59 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
             touched |= devices
             # The allocation history follows the results just written, in this transaction
             # (a claim whose results are unchanged has its records already).
-            AllocationRecord.objects.record_claims(replaced)
+            _record_allocations(writer, replaced, rows, pks)
     _refresh(_pools(touched), pending)
     applied.written = len(keyed)
     return applied
+
+
+RECORD_FIELDS = [
+    "claim_uid",
+    "namespace",
+    "claim_name",
+    "tenant_id",
+    "tenant_name",
+    "tenant_slug",
+    "request",
+    "device_class",
+    "driver",
+    "pool",
+    "device_name",
+    "model_name",
+    "memory_bytes",
+    "admin_access",
+    "started_at",
+]
+
+
+def _record_allocations(
+    writer: BulkWriter, uids: set[str], rows: dict[str, dict[str, Any]], pks: dict[str, int]
+) -> None:
+    """``AllocationRecord.objects.record_claims`` for claims this batch has just written, from
+    their rows in memory: their JSON is not read back, and new records go through ``COPY``."""
+    if not uids:
+        return
+    now = timezone.now()
+    facts = {}
+    for uid in uids:
+        row = rows[uid]
+        if not row["is_allocated"]:
+            continue
+        raw = row["raw"] if isinstance(row["raw"], dict) else {}
+        allocation = (raw.get("status") or {}).get("allocation")
+        facts[pks[uid]] = ClaimFacts(
+            uid,
+            row["namespace"],
+            row["name"],
+            row.get("tenant_id"),
+            raw.get("spec"),
+            allocation.get("allocationTimestamp") if isinstance(allocation, dict) else None,
+        )
+    opened, stale = AllocationRecord.objects.plan(sorted(uids), facts, now=now)
+    if stale:
+        AllocationRecord.objects.filter(pk__in=stale).update(ended_at=now)
+    # A concurrent writer (the backfill beside a watcher) may have opened one meanwhile.
+    writer.insert_new(AllocationRecord, RECORD_FIELDS, opened)
 
 
 def _serialize_device_writes(kind: Kind) -> None:
@@ -276,7 +335,7 @@ def _set_tenants(rows: dict[str, dict[str, Any]]) -> None:
     """Sets each claim row's ``tenant_id``: the tenant owning its namespace, or None."""
     owners = dict(
         TenantNamespace.objects.filter(
-            name__in={row["namespace"] for row in rows.values()}
+            name__any={row["namespace"] for row in rows.values()}
         ).values_list("name", "tenant_id")
     )
     for row in rows.values():
@@ -307,7 +366,7 @@ def _free_reused_names(model: type[models.Model], keyed: dict[str, Mapped]) -> s
     stale = {
         pk: uid
         for pk, uid, namespace, name in model._default_manager.filter(
-            name__in={name for _, name in wanted}
+            name__any={name for _, name in wanted}
         ).values_list("pk", "uid", "namespace", "name")
         if (namespace, name) in wanted and uid not in keyed
     }
@@ -399,8 +458,8 @@ def _replace_claim_children(
                 touched |= {(row[1], row[2], row[3]) for row in current.get(uid, ([], []))[0]}
         claim_ids = [pks[uid] for uid in stored if uid in replace]
         if claim_ids:
-            AllocatedDevice.objects.filter(claim_id__in=claim_ids).delete()
-            ClaimConsumer.objects.filter(claim_id__in=claim_ids).delete()
+            AllocatedDevice.objects.filter(claim_id__any=claim_ids).delete()
+            ClaimConsumer.objects.filter(claim_id__any=claim_ids).delete()
     writer.insert(
         AllocatedDevice,
         ["claim_id", *ALLOCATED_DEVICE_FIELDS],
@@ -420,7 +479,7 @@ def _replace_claim_children(
         ],
     )
     if replace:
-        link_devices(AllocatedDevice.objects.filter(claim_id__in=[pks[uid] for uid in replace]))
+        link_devices(AllocatedDevice.objects.filter(claim_id__any=[pks[uid] for uid in replace]))
     touched |= {
         (row["driver"], row["pool"], row["device_name"])
         for uid in replace
@@ -437,13 +496,13 @@ def _stored_claim_children(
         uid: ([], []) for uid in uid_of.values()
     }
     for claim_id, *values in (
-        AllocatedDevice.objects.filter(claim_id__in=list(uid_of))
+        AllocatedDevice.objects.filter(claim_id__any=list(uid_of))
         .order_by("claim_id", "pk")
         .values_list("claim_id", *ALLOCATED_DEVICE_FIELDS)
     ):
         children[uid_of[claim_id]][0].append(tuple(values))
     for claim_id, *values in (
-        ClaimConsumer.objects.filter(claim_id__in=list(uid_of))
+        ClaimConsumer.objects.filter(claim_id__any=list(uid_of))
         .order_by("claim_id", "pk")
         .values_list("claim_id", *CONSUMER_FIELDS)
     ):

@@ -6,3 +6,6 @@ class ToolkitConfig(AppConfig):
 
     name = "toolkit"
     verbose_name = "Web toolkit"
+
+    def ready(self) -> None:
+        from toolkit import lookups  # noqa: F401 - registers ``__any``

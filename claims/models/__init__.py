@@ -4,6 +4,7 @@ history of allocations and the utilisation of what claims held."""
 from claims.models.allocation_records import (
     AllocationRecord,
     AllocationRecordQuerySet,
+    ClaimFacts,
     request_device_classes,
 )
 from claims.models.claim_idleness import ClaimIdleness, ClaimIdlenessQuerySet
@@ -32,6 +33,7 @@ __all__ = [
     "AllocationRecord",
     "AllocationRecordQuerySet",
     "ClaimConsumer",
+    "ClaimFacts",
     "ClaimIdleness",
     "ClaimIdlenessQuerySet",
     "ClaimRequest",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
 from django.db import models
 from django.db.models import OuterRef, Q, Subquery
@@ -31,7 +31,25 @@ from toolkit.querysets import VisibleQuerySet
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
-__all__ = ["AllocationRecord", "AllocationRecordQuerySet", "request_device_classes"]
+__all__ = [
+    "AllocationRecord",
+    "AllocationRecordQuerySet",
+    "ClaimFacts",
+    "request_device_classes",
+]
+
+
+class ClaimFacts(NamedTuple):
+    """What a claim's records copy from it: read from the mirror, or from the object the
+    mirror has just written."""
+
+    uid: str
+    namespace: str
+    name: str
+    tenant_id: int | None
+    spec: Any
+    allocated_at: Any  # ``status.allocation.allocationTimestamp`` as the object holds it
+
 
 # The identity of one record within its claim: the same device under the same request.
 RecordKey = tuple[str, str, str, str]  # request, driver, pool, device name
@@ -106,7 +124,7 @@ class AllocationRecordQuerySet(VisibleQuerySet["AllocationRecord"]):
             return 0, 0
         now = now or timezone.now()
         claims = {
-            pk: (uid, namespace, name, tenant_id, spec, allocated_at)
+            pk: ClaimFacts(uid, namespace, name, tenant_id, spec, allocated_at)
             for pk, uid, namespace, name, tenant_id, spec, allocated_at in (
                 ResourceClaim.objects.filter(uid__in=uids, is_allocated=True).values_list(
                     "pk",
@@ -119,16 +137,34 @@ class AllocationRecordQuerySet(VisibleQuerySet["AllocationRecord"]):
                 )
             )
         }
+        opened, stale = self.plan(uids, claims, now=now)
+        closed = self.filter(pk__in=stale).update(ended_at=now) if stale else 0
+        # A concurrent writer (the backfill beside a watcher) may have opened one meanwhile.
+        self.bulk_create([AllocationRecord(**row) for row in opened], ignore_conflicts=True)
+        return len(opened), closed
+
+    def plan(
+        self,
+        uids: list[str],
+        claims: dict[int, ClaimFacts],
+        *,
+        now: datetime.datetime,
+    ) -> tuple[list[dict[str, Any]], list[int]]:
+        """What :meth:`record_claims` writes for the claims ``uids``, of which ``claims`` (by
+        primary key) are those mirrored allocated, with their allocation results as stored:
+        the records to open (as field values) and the primary keys of the open records to
+        close. Two reads. The mirror's store calls it with the facts of the claims it has
+        just written (no need to read their JSON back) and writes the rows its own way."""
         tenants = {
             pk: (name, slug)
             for pk, name, slug in Tenant.objects.filter(
-                pk__in={claim[3] for claim in claims.values() if claim[3]}
+                pk__in={claim.tenant_id for claim in claims.values() if claim.tenant_id}
             ).values_list("pk", "name", "slug")
         }
-        wanted: dict[tuple[str, RecordKey], AllocationRecord] = {}
+        wanted: dict[tuple[str, RecordKey], dict[str, Any]] = {}
         classes: dict[int, dict[str, str]] = {}
         for claim_id, request, driver, pool, device, admin_access, model, memory in (
-            AllocatedDevice.objects.filter(claim_id__in=list(claims))
+            AllocatedDevice.objects.filter(claim_id__any=list(claims))
             .order_by("claim_id", "pk")
             .values_list(
                 "claim_id",
@@ -141,40 +177,37 @@ class AllocationRecordQuerySet(VisibleQuerySet["AllocationRecord"]):
                 "device__memory_bytes",
             )
         ):
-            uid, namespace, name, tenant_id, spec, allocated_at = claims[claim_id]
+            claim = claims[claim_id]
             if claim_id not in classes:
-                classes[claim_id] = request_device_classes(spec)
-            tenant_name, tenant_slug = tenants.get(tenant_id, ("", ""))
+                classes[claim_id] = request_device_classes(claim.spec)
+            tenant_name, tenant_slug = tenants.get(claim.tenant_id or 0, ("", ""))
             wanted.setdefault(
-                (uid, (request, driver, pool, device)),
-                AllocationRecord(
-                    claim_uid=uid,
-                    namespace=namespace,
-                    claim_name=name,
-                    tenant_id=tenant_id,
-                    tenant_name=tenant_name,
-                    tenant_slug=tenant_slug,
-                    request=request,
-                    device_class=classes[claim_id].get(request, "")[:253],
-                    driver=driver,
-                    pool=pool,
-                    device_name=device,
-                    model_name=model or "",
-                    memory_bytes=memory or 0,
-                    admin_access=admin_access,
-                    started_at=_allocated_at(allocated_at, now),
-                ),
+                (claim.uid, (request, driver, pool, device)),
+                {
+                    "claim_uid": claim.uid,
+                    "namespace": claim.namespace,
+                    "claim_name": claim.name,
+                    "tenant_id": claim.tenant_id,
+                    "tenant_name": tenant_name,
+                    "tenant_slug": tenant_slug,
+                    "request": request,
+                    "device_class": classes[claim_id].get(request, "")[:253],
+                    "driver": driver,
+                    "pool": pool,
+                    "device_name": device,
+                    "model_name": model or "",
+                    "memory_bytes": memory or 0,
+                    "admin_access": admin_access,
+                    "started_at": _allocated_at(claim.allocated_at, now),
+                },
             )
         stale = []
-        for pk, uid, *key in self.filter(claim_uid__in=uids, ended_at__isnull=True).values_list(
+        for pk, uid, *key in self.filter(claim_uid__any=uids, ended_at__isnull=True).values_list(
             "pk", "claim_uid", "request", "driver", "pool", "device_name"
         ):
             if wanted.pop((uid, (key[0], key[1], key[2], key[3])), None) is None:
                 stale.append(pk)
-        closed = self.filter(pk__in=stale).update(ended_at=now) if stale else 0
-        # A concurrent writer (the backfill beside a watcher) may have opened one meanwhile.
-        self.bulk_create(wanted.values(), ignore_conflicts=True)
-        return len(wanted), closed
+        return list(wanted.values()), stale
 
     def close_claims(self, uids: Iterable[str], *, now: datetime.datetime | None = None) -> int:
         """Closes (at ``now``) the open records of the claims ``uids`` (deleted, or missing from

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from apiemulator import Emulator
 from devices.models import Device, ResourceSlice
+from kube.client import Cluster
+from kube.config import ClusterConfig
 from kube.kinds import Kind
 from mirror import reflector as reflector_module
 from mirror import store
@@ -207,3 +212,63 @@ def test_a_processes_first_relist_heals_states_a_dead_process_left_behind(cluste
     assert applied.written == 0  # nothing changed in the cluster...
     # ...but a new process recomputes every pool once.
     assert Device.objects.get(name="gpu-0", node_name="dgx-a100-01").state == "blocked"
+
+
+class CountingCluster(Cluster):
+    """The real client, counting the list pages it asks for (metadata-only or whole)."""
+
+    pages: list[tuple[bool, str | None]]
+
+    def list_page(self, kind: Kind, **kwargs: Any) -> dict[str, Any]:
+        self.pages.append((bool(kwargs.get("metadata_only")), kwargs.get("continue_")))
+        return super().list_page(kind, **kwargs)
+
+
+@pytest.fixture
+def counting(emulator: Emulator) -> Iterator[CountingCluster]:
+    with CountingCluster(ClusterConfig(server=emulator.url, read_timeout=5)) as counting:
+        counting.pages = []
+        yield counting
+
+
+@pytest.mark.django_db
+def test_a_resync_compares_metadata_and_lists_whole_only_the_pages_that_changed(counting):
+    slices = counting.list_all(Kind.RESOURCE_SLICES)[0]
+    assert len(slices) >= 9
+    reflector = Reflector(Kind.RESOURCE_SLICES, counting, page_size=3)
+    reflector.relist()  # cold: nothing to compare against, every page whole
+    assert counting.pages and not any(metadata for metadata, _ in counting.pages)
+
+    counting.pages.clear()
+    assert reflector.relist().written == 0
+    assert counting.pages and all(metadata for metadata, _ in counting.pages)
+
+    # Changes the watcher never saw: one in the first page, one deleted further on.
+    first, gone = slices[0], slices[-1]
+    first["metadata"]["labels"] = {"edited": "while-away"}
+    counting.replace(Kind.RESOURCE_SLICES, first)
+    counting.delete(Kind.RESOURCE_SLICES, gone["metadata"]["name"])
+    counting.pages.clear()
+    applied = reflector.relist()
+    assert (applied.written, applied.deleted) == (1, 1)
+    whole = [continue_ for metadata, continue_ in counting.pages if not metadata]
+    assert whole == [None]  # the first page again, at the list's snapshot; no other
+    assert mirror_state(Kind.RESOURCE_SLICES) == cluster_state(counting, Kind.RESOURCE_SLICES)
+    assert ResourceSlice.objects.get(uid=first["metadata"]["uid"]).raw["metadata"]["labels"] == {
+        "edited": "while-away"
+    }
+
+
+@pytest.mark.django_db
+def test_a_resync_reads_a_changed_page_further_on_at_the_same_snapshot(counting):
+    slices = counting.list_all(Kind.RESOURCE_SLICES)[0]
+    reflector = Reflector(Kind.RESOURCE_SLICES, counting, page_size=2)
+    reflector.relist()
+    victim = slices[5]  # the third page
+    victim["metadata"]["annotations"] = {"changed": "yes"}
+    counting.replace(Kind.RESOURCE_SLICES, victim)
+    counting.pages.clear()
+    assert reflector.relist().written == 1
+    whole = [continue_ for metadata, continue_ in counting.pages if not metadata]
+    assert len(whole) == 1 and whole[0]  # the third page, by its continue token
+    assert mirror_state(Kind.RESOURCE_SLICES) == cluster_state(counting, Kind.RESOURCE_SLICES)
