@@ -9,9 +9,12 @@ read is returned, the rest is reported in ``problems`` so the row is stored raw 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from dra.model import (
     AttributeValue,
@@ -240,8 +243,19 @@ def map_resource_slice(obj: dict[str, Any]) -> Mapped:
         if isinstance(spec.get("nodeSelector"), dict)
         else None,
         device_count=len(devices),
+        spec_digest=spec_digest(spec),
     )
     return Mapped(fields, {"devices": devices, "counter_sets": counter_sets}, problems, parsed)
+
+
+def spec_digest(spec: dict[str, Any]) -> str:
+    """A digest of a slice's spec as the API server sent it: two versions of a slice with the
+    same digest have the same devices, counters, pool and node (a metadata-only update), so
+    the mirror leaves their device rows and states alone. "" when it cannot be computed."""
+    try:
+        return hashlib.blake2b(msgspec.json.encode(spec), digest_size=16).hexdigest()
+    except (TypeError, msgspec.EncodeError):
+        return ""
 
 
 def map_device_class(obj: dict[str, Any]) -> Mapped:

@@ -439,8 +439,14 @@ class Reflector:
         version = resource_version_of(batch[-1].get("object") or {}) or self.resource_version
         started = time.perf_counter()
         with transaction.atomic():
-            apply_events(self.kind, batch)
-            self._after_change([(event.get("object") or {}) for event in batch])
+            applied = apply_events(self.kind, batch)
+            self._after_change(
+                [
+                    obj
+                    for obj in ((event.get("object") or {}) for event in batch)
+                    if _uid_of(obj) not in applied.same_spec
+                ]
+            )
             now = timezone.now()
             MirrorStatus.objects.filter(kind=self.kind.value).update(
                 resource_version=version,
@@ -464,7 +470,8 @@ class Reflector:
             follow_claims.delay_on_commit(None if objects is None else _names_of(objects))
         if self.kind == Kind.RESOURCE_SLICES and objects is not None:
             uids = sorted({str((o.get("metadata") or {}).get("uid", "")) for o in objects} - {""})
-            refresh_device_classes.delay_on_commit(uids)
+            if uids:
+                refresh_device_classes.delay_on_commit(uids)
         elif self.kind in (Kind.RESOURCE_SLICES, Kind.DEVICE_CLASSES):
             refresh_device_classes.delay_on_commit(None)
 

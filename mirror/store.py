@@ -9,7 +9,7 @@ slice + device name), so device URLs stay stable while the driver republishes.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection, models, transaction
@@ -102,11 +102,15 @@ class Applied:
     written: int = 0
     deleted: int = 0
     malformed: int = 0
+    # Slices written whose spec is the one stored (metadata-only updates): their devices,
+    # states and class memberships cannot have changed.
+    same_spec: set[str] = field(default_factory=set)
 
     def __iadd__(self, other: Applied) -> Applied:
         self.written += other.written
         self.deleted += other.deleted
         self.malformed += other.malformed
+        self.same_spec |= other.same_spec
         return self
 
 
@@ -165,8 +169,29 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
     keyed = {m.fields["uid"]: m for m in mapped if m.fields.get("uid")}
     if not keyed:
         return applied
-    _serialize_device_writes(kind)
     touched: set[DeviceKey] = set()
+    same_spec: set[str] = set()
+    if kind == Kind.RESOURCE_SLICES:
+        # Read before the lock: only this kind's watcher writes slice rows.
+        current = {
+            uid: (driver, pool, digest)
+            for uid, driver, pool, digest in model._default_manager.filter(
+                uid__any=list(keyed)
+            ).values_list("uid", "driver", "pool_name", "spec_digest")
+        }
+        same_spec = {
+            uid
+            for uid, m in keyed.items()
+            if m.fields["spec_digest"]
+            and current.get(uid, ("", "", ""))[2] == m.fields["spec_digest"]
+        }
+        # A slice moving to another pool changes the pool it leaves, too.
+        touched |= {
+            (driver, pool, "") for uid, (driver, pool, _) in current.items() if uid not in same_spec
+        }
+    if same_spec != set(keyed):
+        # Metadata-only slice updates write no device row and no state: they need no lock.
+        _serialize_device_writes(kind)
     if kind in (Kind.RESOURCE_CLAIMS, Kind.RESOURCE_CLAIM_TEMPLATES):
         touched |= _free_reused_names(model, keyed)
     # A slice's raw object embeds its devices, whose rows repeat parts of it.
@@ -174,14 +199,6 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
         embedded=("spec", "devices", "*", "*") if kind == Kind.RESOURCE_SLICES else ()
     )
     fields = _model_fields(model)
-    if kind == Kind.RESOURCE_SLICES:
-        # A slice moving to another pool changes the pool it leaves, too.
-        touched |= {
-            (driver, pool, "")
-            for driver, pool in model._default_manager.filter(uid__any=list(keyed)).values_list(
-                "driver", "pool_name"
-            )
-        }
     if kind in (Kind.DEVICE_CLASSES, Kind.NODES):
         stored = dict(
             model._default_manager.filter(uid__any=list(keyed)).values_list(
@@ -211,7 +228,11 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
             pks.update(model._default_manager.filter(uid__any=fresh).values_list("uid", "pk"))
         stored = {uid: keyed[uid] for uid in existing}
         if kind == Kind.RESOURCE_SLICES:
-            added = _replace_slice_children(writer, keyed, stored, pks)
+            respec = {uid: m for uid, m in keyed.items() if uid not in same_spec}
+            added = _replace_slice_children(
+                writer, respec, {uid: m for uid, m in stored.items() if uid in respec}, pks
+            )
+            applied.same_spec = same_spec
             for uid, m in keyed.items():
                 if m.parsed is not None:
                     remember_parsed(uid, m.fields["resource_version"], m.parsed)
@@ -223,7 +244,7 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
                 AllocationRecord.objects.describe_devices(
                     {driver for driver, _ in added}, {pool for _, pool in added}
                 )
-            touched |= {(m.fields["driver"], m.fields["pool_name"], "") for m in keyed.values()}
+            touched |= {(m.fields["driver"], m.fields["pool_name"], "") for m in respec.values()}
         else:
             replaced, devices = _replace_claim_children(writer, keyed, stored, pks)
             touched |= devices

@@ -25,6 +25,8 @@ class ResourceSlice(MirroredObject):
     node_name = models.CharField(max_length=253, blank=True, db_index=True)
     node_selector = models.JSONField(null=True, blank=True)
     device_count = models.PositiveIntegerField(default=0)
+    # ``mirror.mapping.spec_digest``: equal digests, equal spec (devices rows left alone).
+    spec_digest = models.CharField(max_length=32, blank=True, default="")
 
     class Meta:
         ordering = ["driver", "pool_name", "name"]

@@ -255,3 +255,38 @@ def test_a_claim_row_links_the_tenant_owning_its_namespace(alice):
     )
     claim = ResourceClaim.objects.get()
     assert claim.tenant == TenantNamespace.objects.get(name="team-a-dev").tenant
+
+
+@pytest.mark.django_db
+def test_a_metadata_only_slice_update_leaves_its_devices_alone():
+    obj = h100_slice()
+    apply_events(Kind.RESOURCE_SLICES, [event("ADDED", obj, "10")])
+    uid = obj["metadata"]["uid"]
+    # A state written by hand shows whether the update recomputed the pool's states.
+    Device.objects.filter(name="gpu-0").update(state="blocked")
+    obj["metadata"]["labels"] = {"edited": "yes"}
+    applied = apply_events(Kind.RESOURCE_SLICES, [event("MODIFIED", obj, "11")])
+    assert (applied.written, applied.same_spec) == (1, {uid})
+    stored = ResourceSlice.objects.get()
+    assert (stored.resource_version, stored.raw["metadata"]["labels"]) == ("11", {"edited": "yes"})
+    assert Device.objects.get(name="gpu-0").state == "blocked"  # not rewritten, not recomputed
+
+    obj["spec"]["devices"][0]["attributes"]["driverVersion"] = {"version": "580.126.21"}
+    applied = apply_events(Kind.RESOURCE_SLICES, [event("MODIFIED", obj, "12")])
+    assert applied.same_spec == set()
+    gpu = Device.objects.get(name="gpu-0")
+    assert gpu.attributes["driverVersion"] == {"version": "580.126.21"}
+    assert gpu.state == "free"  # a spec change recomputes the pool
+
+
+@pytest.mark.django_db
+def test_a_slice_stored_without_a_digest_takes_the_whole_path():
+    obj = h100_slice()
+    apply_events(Kind.RESOURCE_SLICES, [event("ADDED", obj, "10")])
+    ResourceSlice.objects.update(spec_digest="")  # a row written before digests existed
+    Device.objects.filter(name="gpu-0").update(state="blocked")
+    obj["metadata"]["labels"] = {"edited": "yes"}
+    applied = apply_events(Kind.RESOURCE_SLICES, [event("MODIFIED", obj, "11")])
+    assert applied.same_spec == set()
+    assert Device.objects.get(name="gpu-0").state == "free"
+    assert ResourceSlice.objects.get().spec_digest
