@@ -251,9 +251,15 @@ def map_resource_slice(obj: dict[str, Any]) -> Mapped:
 def spec_digest(spec: dict[str, Any]) -> str:
     """A digest of a slice's spec as the API server sent it: two versions of a slice with the
     same digest have the same devices, counters, pool and node (a metadata-only update), so
-    the mirror leaves their device rows and states alone. "" when it cannot be computed."""
+    the mirror leaves their device rows and states alone."""
+    return _digest(spec)
+
+
+def _digest(value: Any) -> str:
+    """128 bits of BLAKE2b over the JSON of ``value``; "" when it cannot be encoded (the
+    mirror then compares nothing and rewrites)."""
     try:
-        return hashlib.blake2b(msgspec.json.encode(spec), digest_size=16).hexdigest()
+        return hashlib.blake2b(msgspec.json.encode(value), digest_size=16).hexdigest()
     except (TypeError, msgspec.EncodeError):
         return ""
 
@@ -370,6 +376,7 @@ def map_resource_claim(obj: dict[str, Any]) -> Mapped:
         allocation_node_selector=_dict(allocation).get("nodeSelector"),
         pod_claim_name=str(annotations.get("resource.kubernetes.io/pod-claim-name") or "")[:253],
         owner_pod=owner_pod[:253],
+        children_digest=_digest([allocated, consumers]),
     )
     return Mapped(fields, {"allocated_devices": allocated, "consumers": consumers}, problems)
 

@@ -125,7 +125,8 @@ class Reflector:
     """Mirrors one kind. Not thread-safe: one reflector per kind, guarded by the watcher lock.
 
     ``resync_seconds``: how often a complete relist runs even without errors (a reconcile that
-    writes nothing when nothing changed).
+    writes nothing when nothing changed). A batch of events is committed when the stream
+    pauses, when it holds ``max_batch`` events, or after ``max_delay`` seconds of collecting.
     """
 
     def __init__(
@@ -136,6 +137,7 @@ class Reflector:
         page_size: int = 500,
         watch_seconds: int = 60,
         max_batch: int = 1000,
+        max_delay: float = 0.2,
         resync_seconds: float = 15 * 60,
         watcher: str = "",
     ) -> None:
@@ -144,6 +146,7 @@ class Reflector:
         self.page_size = page_size
         self.watch_seconds = watch_seconds
         self.max_batch = max_batch
+        self.max_delay = max_delay
         self.resync_seconds = resync_seconds
         self.watcher = watcher
         self.backoff = Backoff()
@@ -385,6 +388,7 @@ class Reflector:
         self._set_state(MirrorStatus.State.WATCHING)
         batch: list[dict[str, Any]] = []
         first_received: float | None = None
+        collecting_since = 0.0
         next_check = time.monotonic() + 0.5
         while True:
             # A busy stream (events or frequent bookmarks) never pauses: still honour stop
@@ -417,9 +421,17 @@ class Reflector:
                     batch, first_received = [], None
                 self._bookmark(resource_version_of(item.get("object") or {}))
                 continue
+            if not batch:
+                collecting_since = time.monotonic()
             batch.append(item)
             first_received = first_received or received
-            if len(batch) >= self.max_batch:
+            # A steady stream never pauses: a batch is also cut after ``max_delay`` of
+            # collecting, so an event waits at most that long for its commit. A backlog still
+            # goes in whole batches (reading queued events takes far less than that).
+            if (
+                len(batch) >= self.max_batch
+                or time.monotonic() - collecting_since >= self.max_delay
+            ):
                 self._commit(batch, first_received)
                 batch, first_received = [], None
         if batch:

@@ -192,8 +192,13 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
     if same_spec != set(keyed):
         # Metadata-only slice updates write no device row and no state: they need no lock.
         _serialize_device_writes(kind)
+    existing = dict(model._default_manager.filter(uid__any=list(keyed)).values_list("uid", "pk"))
     if kind in (Kind.RESOURCE_CLAIMS, Kind.RESOURCE_CLAIM_TEMPLATES):
-        touched |= _free_reused_names(model, keyed)
+        # A stored object keeps its name (the rows' unique namespace/name says no other row
+        # has it): only new ones can meet a row left behind under their name.
+        touched |= _free_reused_names(
+            model, {uid: m for uid, m in keyed.items() if uid not in existing}
+        )
     # A slice's raw object embeds its devices, whose rows repeat parts of it.
     writer = BulkWriter(
         embedded=("spec", "devices", "*", "*") if kind == Kind.RESOURCE_SLICES else ()
@@ -207,10 +212,15 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
         )
         if any(stored.get(uid) != m.fields.get("resource_version") for uid, m in keyed.items()):
             _record_kind(kind)
-    existing = dict(model._default_manager.filter(uid__any=list(keyed)).values_list("uid", "pk"))
     rows = {uid: {**m.fields, "problems": m.problems} for uid, m in keyed.items()}
+    replaced: set[str] = set()
     if kind == Kind.RESOURCE_CLAIMS:
         _set_tenants(rows)
+        # Before the rows are written: their stored digests say whose children changed.
+        replaced, devices = _replace_claim_children(
+            keyed, {uid: keyed[uid] for uid in existing}, existing
+        )
+        touched |= devices
     writer.insert(
         model, ["uid", *fields, "mirrored_at"], [r for u, r in rows.items() if u not in existing]
     )
@@ -246,8 +256,7 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
                 )
             touched |= {(m.fields["driver"], m.fields["pool_name"], "") for m in respec.values()}
         else:
-            replaced, devices = _replace_claim_children(writer, keyed, stored, pks)
-            touched |= devices
+            touched |= _insert_claim_children(writer, keyed, replaced, pks)
             # The allocation history follows the results just written, in this transaction
             # (a claim whose results are unchanged has its records already).
             _record_allocations(writer, replaced, rows, pks)
@@ -450,37 +459,50 @@ def _replace_slice_children(
 
 
 def _replace_claim_children(
-    writer: BulkWriter, keyed: dict[str, Mapped], stored: dict[str, Mapped], pks: dict[str, int]
+    keyed: dict[str, Mapped], stored: dict[str, Mapped], pks: dict[str, int]
 ) -> tuple[set[str], set[DeviceKey]]:
-    """Allocated devices and consumers are replaced where they changed.
+    """Allocated devices and consumers are replaced where they changed: deleted here, written
+    by :func:`_insert_claim_children` once the claims' rows are.
 
-    Most claim updates touch only metadata (labels, annotations, finalizers): their rows are
-    compared with the stored ones and left alone, which saves a delete and an insert per claim.
-    Returns the uids of the claims whose rows were replaced (new claims included), and the
-    devices named by the replaced rows, before and after: their state may change.
+    Most claim updates touch only metadata (labels, annotations, finalizers): a stored claim
+    whose children digest (``mirror.mapping``) is the one just mapped keeps its rows, which
+    saves reading them, a delete and an insert per claim. Call before the claim rows are
+    written (the stored digests are read here). Returns the uids of the claims whose rows
+    were replaced (new claims included), and the devices named by the replaced rows, before
+    and after: their state may change.
     """
-    touched: set[DeviceKey] = set()
     replace = set(keyed) - set(stored)
+    touched: set[DeviceKey] = set()
     if stored:
-        current = _stored_claim_children({pks[uid]: uid for uid in stored})
-        for uid in stored:
-            wanted = (
-                [
-                    tuple(row[f] for f in ALLOCATED_DEVICE_FIELDS)
-                    for row in keyed[uid].children.get("allocated_devices", [])
-                ],
-                [
-                    tuple(row[f] for f in CONSUMER_FIELDS)
-                    for row in keyed[uid].children.get("consumers", [])
-                ],
+        digests = dict(
+            ResourceClaim.objects.filter(uid__any=list(stored)).values_list(
+                "uid", "children_digest"
             )
-            if current.get(uid, ([], [])) != wanted:
-                replace.add(uid)
-                touched |= {(row[1], row[2], row[3]) for row in current.get(uid, ([], []))[0]}
-        claim_ids = [pks[uid] for uid in stored if uid in replace]
+        )
+        changed = [
+            uid
+            for uid in stored
+            if not keyed[uid].fields["children_digest"]
+            or digests.get(uid) != keyed[uid].fields["children_digest"]
+        ]
+        replace.update(changed)
+        claim_ids = [pks[uid] for uid in changed]
         if claim_ids:
+            touched |= set(
+                AllocatedDevice.objects.filter(claim_id__any=claim_ids).values_list(
+                    "driver", "pool", "device_name"
+                )
+            )
             AllocatedDevice.objects.filter(claim_id__any=claim_ids).delete()
             ClaimConsumer.objects.filter(claim_id__any=claim_ids).delete()
+    return replace, touched
+
+
+def _insert_claim_children(
+    writer: BulkWriter, keyed: dict[str, Mapped], replace: set[str], pks: dict[str, int]
+) -> set[DeviceKey]:
+    """Writes the children of the claims ``replace`` (their old ones deleted, or new claims);
+    returns the devices they name."""
     writer.insert(
         AllocatedDevice,
         ["claim_id", *ALLOCATED_DEVICE_FIELDS],
@@ -501,34 +523,11 @@ def _replace_claim_children(
     )
     if replace:
         link_devices(AllocatedDevice.objects.filter(claim_id__any=[pks[uid] for uid in replace]))
-    touched |= {
+    return {
         (row["driver"], row["pool"], row["device_name"])
         for uid in replace
         for row in keyed[uid].children.get("allocated_devices", [])
     }
-    return replace, touched
-
-
-def _stored_claim_children(
-    uid_of: dict[int, str],
-) -> dict[str, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]]:
-    """uid → (allocated-device rows, consumer rows) as stored, in insertion order."""
-    children: dict[str, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]] = {
-        uid: ([], []) for uid in uid_of.values()
-    }
-    for claim_id, *values in (
-        AllocatedDevice.objects.filter(claim_id__any=list(uid_of))
-        .order_by("claim_id", "pk")
-        .values_list("claim_id", *ALLOCATED_DEVICE_FIELDS)
-    ):
-        children[uid_of[claim_id]][0].append(tuple(values))
-    for claim_id, *values in (
-        ClaimConsumer.objects.filter(claim_id__any=list(uid_of))
-        .order_by("claim_id", "pk")
-        .values_list("claim_id", *CONSUMER_FIELDS)
-    ):
-        children[uid_of[claim_id]][1].append(tuple(values))
-    return children
 
 
 def apply_events(kind: Kind, events: list[dict[str, Any]]) -> Applied:

@@ -90,6 +90,9 @@ class ResourceClaim(MirroredObject):
     # Set for claims generated from a ResourceClaimTemplate for a pod.
     pod_claim_name = models.CharField(max_length=253, blank=True)
     owner_pod = models.CharField(max_length=253, blank=True)
+    # ``mirror.mapping``: a digest of the allocation results and consumers the rows below
+    # hold; an update with the same digest leaves them (and the devices' states) alone.
+    children_digest = models.CharField(max_length=32, blank=True, default="")
 
     objects = ResourceClaimQuerySet.as_manager()
 

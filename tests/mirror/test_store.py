@@ -290,3 +290,33 @@ def test_a_slice_stored_without_a_digest_takes_the_whole_path():
     assert applied.same_spec == set()
     assert Device.objects.get(name="gpu-0").state == "free"
     assert ResourceSlice.objects.get().spec_digest
+
+
+@pytest.mark.django_db
+def test_a_claims_rows_follow_a_change_of_consumers_or_results_and_nothing_else():
+    from claims.models import AllocatedDevice, ClaimConsumer
+
+    gpus = h100_slice()
+    apply_events(Kind.RESOURCE_SLICES, [event("ADDED", gpus, "10")])
+    claim = claim_on(gpus, "gpu-5", uid="c")
+    apply_events(Kind.RESOURCE_CLAIMS, [event("ADDED", claim, "11")])
+    result = AllocatedDevice.objects.get().pk
+    # One more consumer: the children are rewritten, the state stays.
+    claim["status"]["reservedFor"].append({"resource": "pods", "name": "p9", "uid": "u9"})
+    apply_events(Kind.RESOURCE_CLAIMS, [event("MODIFIED", claim, "12")])
+    assert sorted(ClaimConsumer.objects.values_list("name", flat=True)) == ["p0", "p9"]
+    # Reallocated to another device: the old one is free again, the new one allocated.
+    claim["status"]["allocation"]["devices"]["results"][0]["device"] = "gpu-6"
+    apply_events(Kind.RESOURCE_CLAIMS, [event("MODIFIED", claim, "13")])
+    assert list(AllocatedDevice.objects.values_list("device_name", flat=True)) == ["gpu-6"]
+    assert AllocatedDevice.objects.get().pk != result
+    assert (state_of("gpu-5"), state_of("gpu-6")) == ("free", "allocated")
+    # A row written before digests existed is rewritten once, then compared again.
+    ResourceClaim.objects.update(children_digest="")
+    claim["metadata"]["labels"] = {"team": "a"}
+    apply_events(Kind.RESOURCE_CLAIMS, [event("MODIFIED", claim, "14")])
+    rewritten = AllocatedDevice.objects.get().pk
+    assert ResourceClaim.objects.get().children_digest
+    claim["metadata"]["labels"] = {"team": "b"}
+    apply_events(Kind.RESOURCE_CLAIMS, [event("MODIFIED", claim, "15")])
+    assert AllocatedDevice.objects.get().pk == rewritten
