@@ -11,6 +11,7 @@ import pytest
 
 from apiemulator import Emulator
 from devices.models import Device, ResourceSlice
+from harness.fixtures import fixture_objects
 from kube.client import Cluster
 from kube.config import ClusterConfig
 from kube.kinds import Kind
@@ -272,3 +273,49 @@ def test_a_resync_reads_a_changed_page_further_on_at_the_same_snapshot(counting)
     whole = [continue_ for metadata, continue_ in counting.pages if not metadata]
     assert len(whole) == 1 and whole[0]  # the third page, by its continue token
     assert mirror_state(Kind.RESOURCE_SLICES) == cluster_state(counting, Kind.RESOURCE_SLICES)
+
+
+class BatchRecorder(Reflector):
+    """Records the size of each batch it commits."""
+
+    sizes: list[int]
+    sent: int
+
+    def _commit(self, batch: list[dict[str, Any]], first_received: float | None) -> None:
+        self.sizes.append(len(batch))
+        super()._commit(batch, first_received)
+
+
+@pytest.fixture
+def quiet_cluster() -> Iterator[Cluster]:
+    """An emulator that sends no bookmarks (a bookmark also ends a batch)."""
+    with Emulator(port=0) as emulator:
+        emulator.load(fixture_objects())
+        with Cluster(ClusterConfig(server=emulator.url, read_timeout=5)) as client:
+            yield client
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stream_that_never_pauses_is_still_committed_every_max_delay(quiet_cluster):
+    cluster = quiet_cluster
+    reflector = BatchRecorder(Kind.RESOURCE_SLICES, cluster, watch_seconds=3, max_delay=0.2)
+    reflector.sizes, reflector.sent = [], 0
+    reflector.relist()
+    victim = first_slice(cluster)
+
+    def trickle() -> None:  # updates back to back for about a second: no 50 ms pause
+        time.sleep(0.3)
+        started = time.monotonic()
+        while time.monotonic() - started < 1.0:
+            reflector.sent += 1
+            victim["metadata"]["labels"] = {"n": str(reflector.sent)}
+            victim["metadata"]["resourceVersion"] = cluster.replace(
+                Kind.RESOURCE_SLICES, victim
+            )["metadata"]["resourceVersion"]
+
+    run_while(reflector, trickle, seconds=2.5)
+    assert sum(reflector.sizes) == reflector.sent
+    assert len(reflector.sizes) >= 3  # not one batch at the end of the stream
+    assert ResourceSlice.objects.get(uid=victim["metadata"]["uid"]).raw["metadata"]["labels"] == {
+        "n": str(reflector.sent)
+    }
