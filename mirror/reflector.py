@@ -377,7 +377,7 @@ class Reflector:
         not only when the next event arrives.
         """
         assert self.resource_version is not None
-        events: queue.Queue[Any] = queue.Queue(maxsize=10 * self.max_batch)
+        events: queue.Queue[Any] = queue.Queue(maxsize=2 * self.max_batch)
         reader = threading.Thread(
             target=self._read,
             args=(self.resource_version, events),

@@ -309,9 +309,9 @@ def test_a_stream_that_never_pauses_is_still_committed_every_max_delay(quiet_clu
         while time.monotonic() - started < 1.0:
             reflector.sent += 1
             victim["metadata"]["labels"] = {"n": str(reflector.sent)}
-            victim["metadata"]["resourceVersion"] = cluster.replace(
-                Kind.RESOURCE_SLICES, victim
-            )["metadata"]["resourceVersion"]
+            victim["metadata"]["resourceVersion"] = cluster.replace(Kind.RESOURCE_SLICES, victim)[
+                "metadata"
+            ]["resourceVersion"]
 
     run_while(reflector, trickle, seconds=2.5)
     assert sum(reflector.sizes) == reflector.sent
