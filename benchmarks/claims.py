@@ -432,13 +432,13 @@ def follow_mirror(nodes: int, allocated: int, rate: float, seconds: float) -> No
     batches every 50 ms, as a watcher commits them); another calls ``index().catch_up()``."""
     import copy
 
-    from django.db import connection
+    from django.db import connection, transaction
     from django.db.models import Max
 
     from claims.capacity.index import index
     from devices.models import InventoryChange
     from kube.kinds import Kind
-    from mirror.store import apply_events
+    from mirror.store import apply_events, commit_without_waiting
 
     template = build_scenario(1, 1)["resourceclaims"][0]
     # GPUs nothing else holds: the scenario's claims fill the first nodes, the portal's
@@ -510,7 +510,9 @@ def follow_mirror(nodes: int, allocated: int, rate: float, seconds: float) -> No
                     time.sleep(wait)
                 events = [next_event() for _ in range(per_batch)]
                 began = time.perf_counter()
-                apply_events(Kind.RESOURCE_CLAIMS, events)
+                with transaction.atomic():  # as the watcher commits a batch
+                    commit_without_waiting()
+                    apply_events(Kind.RESOURCE_CLAIMS, events)
                 newest = InventoryChange.objects.aggregate(newest=Max("id"))["newest"] or 0
                 writer_busy.append(time.perf_counter() - began)
                 commits.append((time.perf_counter(), newest, len(events)))

@@ -47,6 +47,7 @@ from mirror.states import STATE_KINDS, PoolKey, all_pools, refresh_pools
 from mirror.store import (
     Applied,
     apply_events,
+    commit_without_waiting,
     delete_missing,
     has_rows,
     is_newer,
@@ -294,6 +295,7 @@ class Reflector:
             uids = [_uid_of(item) for item in items]
             seen.update(uid for uid in uids if uid)
             with transaction.atomic():
+                commit_without_waiting()
                 stored = {} if reset else stored_versions(self.kind, [u for u in uids if u])
                 # Only objects that changed are mapped: an unchanged relist costs the list
                 # and one indexed query per page.
@@ -311,6 +313,7 @@ class Reflector:
             if not continue_:
                 break
         with transaction.atomic():
+            commit_without_waiting()
             applied.deleted += delete_missing(
                 self.kind, seen, "" if reset else list_version, pending=pools
             )
@@ -451,6 +454,7 @@ class Reflector:
         version = resource_version_of(batch[-1].get("object") or {}) or self.resource_version
         started = time.perf_counter()
         with transaction.atomic():
+            commit_without_waiting()
             applied = apply_events(self.kind, batch)
             self._after_change(
                 [

@@ -84,7 +84,7 @@ def _refresh_chunk(pools: set[PoolKey], apps: Apps) -> int:
     slice_names: dict[int, str] = {}
     versions: dict[int, tuple[str, str]] = {}
     for pk, name, driver, pool, uid, version in resource_slice.objects.filter(
-        driver__in=drivers, pool_name__in=names
+        driver__any=drivers, pool_name__any=names
     ).values_list("pk", "name", "driver", "pool_name", "uid", "resource_version"):
         if (driver, pool) in pools:
             slice_names[pk] = name
@@ -92,7 +92,7 @@ def _refresh_chunk(pools: set[PoolKey], apps: Apps) -> int:
     # Read from the cache once: another watcher thread may evict entries meanwhile.
     found: dict[int, Any] = {pk: _parsed_at(*key) for pk, key in versions.items()}
     missing = [pk for pk, parsed in found.items() if parsed is None]
-    for pk, raw in resource_slice.objects.filter(pk__in=missing).values_list("pk", "raw"):
+    for pk, raw in resource_slice.objects.filter(pk__any=missing).values_list("pk", "raw"):
         try:
             found[pk] = parse_slice(raw, slice_names[pk])
         except InvalidObject as error:
@@ -105,7 +105,7 @@ def _refresh_chunk(pools: set[PoolKey], apps: Apps) -> int:
             slices.append(parsed)
     holdings = [
         Holding(_result(row[:6]), consumers=row[6])
-        for row in allocated.objects.filter(driver__in=drivers, pool__in=names).values_list(
+        for row in allocated.objects.filter(driver__any=drivers, pool__any=names).values_list(
             "driver",
             "pool",
             "device_name",
@@ -119,7 +119,7 @@ def _refresh_chunk(pools: set[PoolKey], apps: Apps) -> int:
     availability = device_availability(slices, holdings, PORTAL_FEATURES)
     updates: dict[tuple[str, str], list[int]] = defaultdict(list)
     for pk, slice_id, name, state, reason in device_model.objects.filter(
-        resource_slice_id__in=list(slice_names)
+        resource_slice_id__any=list(slice_names)
     ).values_list("pk", "resource_slice_id", "name", "state", "state_reason"):
         wanted = availability.get((slice_names[slice_id], name)) or Availability(
             State.BLOCKED, unreadable.get(slice_id, "not offered by its slice")
@@ -127,7 +127,7 @@ def _refresh_chunk(pools: set[PoolKey], apps: Apps) -> int:
         if (state, reason) != (wanted.state.value, wanted.reason):
             updates[(wanted.state.value, wanted.reason)].append(pk)
     for (state, reason), pks in updates.items():
-        device_model.objects.filter(pk__in=pks).update(state=state, state_reason=reason)
+        device_model.objects.filter(pk__any=pks).update(state=state, state_reason=reason)
     return sum(len(pks) for pks in updates.values())
 
 

@@ -215,7 +215,7 @@ class AllocationRecordQuerySet(VisibleQuerySet["AllocationRecord"]):
         uids = list(uids)
         if not uids:
             return 0
-        return self.filter(claim_uid__in=uids, ended_at__isnull=True).update(
+        return self.filter(claim_uid__any=uids, ended_at__isnull=True).update(
             ended_at=now or timezone.now()
         )
 

@@ -320,3 +320,24 @@ def test_a_claims_rows_follow_a_change_of_consumers_or_results_and_nothing_else(
     claim["metadata"]["labels"] = {"team": "b"}
     apply_events(Kind.RESOURCE_CLAIMS, [event("MODIFIED", claim, "15")])
     assert AllocatedDevice.objects.get().pk == rewritten
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_watcher_transaction_commits_without_waiting_and_no_other_does(postgres):
+    from django.db import connection, transaction
+
+    from mirror.store import commit_without_waiting
+
+    def setting() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")
+            return cursor.fetchone()[0]
+
+    with transaction.atomic():
+        commit_without_waiting()
+        assert setting() == "off"
+        apply_events(Kind.RESOURCE_SLICES, [event("ADDED", h100_slice(), "10")])
+    assert setting() == "on"  # the next transaction waits for its flush again
+    commit_without_waiting()  # outside a transaction: nothing to relax
+    assert setting() == "on"
+    assert ResourceSlice.objects.count() == 1
