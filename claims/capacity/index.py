@@ -159,6 +159,9 @@ class AllocationIndex(IndexReads):
                 for key, amounts in consumed.items():
                     state.consumed[key] = dict(amounts)
             self.cluster = Cluster(PORTAL_FEATURES, classes, Inventory(slices), nodes, state)
+            # Every device's availability, computed with the build rather than by the first
+            # preview or page that asks which devices are free (half a second at 40,000).
+            self.cluster.not_free()
             self._slice_versions = dict(versions)
             self.published = {
                 name if "/" in name else f"{resource_slice.driver}/{name}"

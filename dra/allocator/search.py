@@ -273,6 +273,8 @@ def untolerated_taints(
 ) -> list[Taint]:
     """The device's taints that keep a request with ``tolerations`` off it: every taint in
     1.34, only NoSchedule and NoExecute from 1.35 on."""
+    if not device.taints:
+        return []
     return [
         taint
         for taint in device.taints
