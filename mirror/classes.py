@@ -21,6 +21,7 @@ from celery import shared_task
 from django.db import transaction
 
 from devices.models import Device, DeviceClass, DeviceClassMatch, ResourceSlice
+from dra.allocator.grouping import GroupingKey, grouping_key_reader
 from dra.cel import (
     CelCompileError,
     CelRuntimeError,
@@ -36,6 +37,49 @@ CHUNK = 200
 ATTEMPTS = 3
 
 
+# (expression, the values it reads) → whether a device with those values satisfies it: the
+# 40,000 GPUs of one model share one evaluation (and one selector view) per class selector.
+_VERDICTS: dict[tuple[str, tuple[Any, ...]], bool] = {}
+_VERDICTS_LIMIT = 200_000
+_READERS: dict[str, GroupingKey | None] = {}
+
+
+def _key_reader(expression: str) -> GroupingKey | None:
+    """Reads, straight from a parsed device, the values ``expression`` reads (None when it
+    reads something that needs the whole view: such a selector is evaluated per device)."""
+    if expression not in _READERS:
+        selector = compile_selector(expression)
+        reads = selector.reads
+        _READERS[expression] = (
+            grouping_key_reader(sorted(reads.paths), False)
+            if selector.error is None and reads is not None and reads.parsed
+            else None
+        )
+    return _READERS[expression]
+
+
+def _satisfies(expression: str, resource_slice: Any, device: Any, view: list[Any]) -> bool:
+    """Whether the device satisfies one selector; ``view`` holds its selector view once one
+    was built (the first device of each shape needs one)."""
+    reader = _key_reader(expression)
+    key = reader(resource_slice, device) if reader is not None else None
+    if key is not None:
+        found = _VERDICTS.get((expression, key))
+        if found is not None:
+            return found
+    if not view:
+        view.append(device_input(device, resource_slice.driver, False))
+    try:
+        verdict = compile_selector(expression).matches(view[0])
+    except (CelCompileError, CelRuntimeError):
+        verdict = False  # an error makes the device not a member (the class page says why)
+    if key is not None:
+        if len(_VERDICTS) >= _VERDICTS_LIMIT:
+            _VERDICTS.clear()
+        _VERDICTS[(expression, key)] = verdict
+    return verdict
+
+
 def _matching_classes(
     slice_raw: dict[str, Any], classes: list[tuple[str, tuple[str | None, ...]]]
 ) -> dict[str, list[str]]:
@@ -46,18 +90,15 @@ def _matching_classes(
         return {}
     result: dict[str, list[str]] = {}
     for device in parsed.devices:
-        cel_device = device_input(device, parsed.driver, False)
-        names = []
-        for class_name, expressions in classes:
-            try:
-                if all(
-                    expression is not None and compile_selector(expression).matches(cel_device)
-                    for expression in expressions
-                ):
-                    names.append(class_name)
-            except (CelCompileError, CelRuntimeError):
-                continue
-        result[device.name] = names
+        view: list[Any] = []
+        result[device.name] = [
+            class_name
+            for class_name, expressions in classes
+            if all(
+                expression is not None and _satisfies(expression, parsed, device, view)
+                for expression in expressions
+            )
+        ]
     return result
 
 
@@ -167,18 +208,36 @@ def _refresh_chunk(slice_ids: list[int]) -> int:
 
 
 def _write(slice_ids: list[int], found: dict[tuple[int, str], list[str]]) -> int:
+    """Makes the memberships of these slices' devices ``found``: only rows that differ are
+    deleted or inserted. Returns the number of rows the devices now have."""
     devices = {
         (slice_id, name): pk
         for pk, slice_id, name in Device.objects.filter(
-            resource_slice_id__in=slice_ids
+            resource_slice_id__any=slice_ids
         ).values_list("pk", "resource_slice_id", "name")
     }
-    rows = [
-        DeviceClassMatch(device_id=devices[key], device_class_name=class_name)
+    wanted = {
+        (devices[key], class_name)
         for key, class_names in found.items()
         if key in devices
         for class_name in class_names
-    ]
-    DeviceClassMatch.objects.filter(device__resource_slice_id__in=slice_ids).delete()
-    DeviceClassMatch.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
-    return len(rows)
+    }
+    stored = dict(
+        (((device_id, class_name), pk))
+        for pk, device_id, class_name in DeviceClassMatch.objects.filter(
+            device__resource_slice_id__any=slice_ids
+        ).values_list("pk", "device_id", "device_class_name")
+    )
+    gone = [pk for row, pk in stored.items() if row not in wanted]
+    if gone:
+        DeviceClassMatch.objects.filter(pk__any=gone).delete()
+    DeviceClassMatch.objects.bulk_create(
+        [
+            DeviceClassMatch(device_id=device_id, device_class_name=class_name)
+            for device_id, class_name in wanted
+            if (device_id, class_name) not in stored
+        ],
+        batch_size=1000,
+        ignore_conflicts=True,
+    )
+    return len(wanted)

@@ -19,7 +19,7 @@ from typing import Any
 from dra.model import Device, ResourceSlice, qualify
 from dra.semver import SemverError, parse_semver
 
-__all__ = ["grouping_key_reader"]
+__all__ = ["GroupingKey", "grouping_key_reader"]
 
 GroupingKey = Callable[[ResourceSlice, Device], tuple[Any, ...] | None]
 
