@@ -224,8 +224,9 @@ def _write(slice_ids: list[int], found: dict[tuple[int, str], list[str]]) -> int
     }
     stored = dict(
         (((device_id, class_name), pk))
+        # By the device ids just read (an index lookup), not through a join on the slice.
         for pk, device_id, class_name in DeviceClassMatch.objects.filter(
-            device__resource_slice_id__any=slice_ids
+            device_id__any=list(devices.values())
         ).values_list("pk", "device_id", "device_class_name")
     )
     gone = [pk for row, pk in stored.items() if row not in wanted]
