@@ -134,11 +134,13 @@ def mirror_tables() -> list[str]:
 def flush_mirror_tables() -> None:
     from django.db import connection
 
-    from claims.models import AllocatedDevice, ClaimConsumer
+    from claims.models import AllocatedDevice, AllocationRecord, ClaimConsumer
     from devices.models import Device, SharedCounterSet
     from mirror.models import MirrorStatus
     from mirror.store import MODELS
 
+    # The allocation history too: the scenario's claims keep their uids from run to run, so
+    # records left open by an earlier run would make a cold mirror open fewer of its own.
     tables = [
         m._meta.db_table
         for m in [
@@ -147,6 +149,7 @@ def flush_mirror_tables() -> None:
             SharedCounterSet,
             AllocatedDevice,
             ClaimConsumer,
+            AllocationRecord,
             MirrorStatus,
         ]
     ]

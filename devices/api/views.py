@@ -41,6 +41,7 @@ from toolkit.api.utilisation import (
     utilisation_response,
     utilisation_schema,
 )
+from toolkit.memory import without_cyclic_gc
 
 from .device_rows import DeviceRows
 from .serializers import (
@@ -226,8 +227,13 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
 
         def lines() -> Iterator[bytes]:
             # Two queries per chunk: its rows, and their holders (by a subquery of the chunk).
+            # Each chunk builds ~100,000 short-lived objects: without the cyclic collector,
+            # whose passes over a large process heap made one export in three twice as slow.
+            # (Off while a chunk is rendered only, not while the client reads it.)
             for chunk, query in keyset_chunks(rows, EXPORT_CHUNK):
-                yield json_lines(devices.render(chunk, device_ids=query.values("pk")))
+                with without_cyclic_gc():
+                    body = json_lines(devices.render(chunk, device_ids=query.values("pk")))
+                yield body
 
         response = StreamingHttpResponse(lines(), content_type="application/x-ndjson")
         response["Content-Disposition"] = 'attachment; filename="devices.jsonl"'

@@ -3,12 +3,10 @@ tasks and ``manage.py telemetry_ingest`` call."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime
-import gc
 import logging
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +30,7 @@ from devices.telemetry.store import (
     record_readings,
 )
 from portal.metrics import TELEMETRY_CYCLE_SECONDS
+from toolkit.memory import without_cyclic_gc
 
 __all__ = [
     "CycleResult",
@@ -78,26 +77,12 @@ def _claim_cycle(source: TelemetrySource, now: datetime.datetime) -> bool:
     return taken == 1
 
 
-@contextlib.contextmanager
-def _without_cyclic_gc() -> Iterator[None]:
-    """A cycle allocates a few hundred thousand short-lived objects (series, readings); the
-    cyclic collector would walk every live object several times meanwhile (~0.3 s at 40,000
-    GPUs). Reference counting frees them all the same; the collector runs again after."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def ingest_source(
     source: TelemetrySource, now: datetime.datetime | None = None, *, force: bool = False
 ) -> CycleResult:
     """Collects, joins and stores one cycle of ``source``, and records how it went on the
     source (for the Telemetry page). ``force`` runs it even if its interval has not passed."""
-    with _without_cyclic_gc():
+    with without_cyclic_gc():
         return _ingest_source(source, now, force=force)
 
 
