@@ -33,6 +33,7 @@ from devices.filtersets import (
 from devices.models import Device, DeviceClass, Node, ResourceSlice
 from devices.telemetry.reads import History, device_utilisation, node_utilisation
 from devices.views.devices import get_device
+from dra.memory import without_cyclic_gc
 from toolkit.api.pagination import KeysetPagination, keyset_chunks
 from toolkit.api.renderers import FastJSONRenderer, json_lines
 from toolkit.api.utilisation import (
@@ -41,7 +42,6 @@ from toolkit.api.utilisation import (
     utilisation_response,
     utilisation_schema,
 )
-from toolkit.memory import without_cyclic_gc
 
 from .device_rows import DeviceRows
 from .serializers import (

@@ -29,8 +29,8 @@ from devices.telemetry.store import (
     held_devices,
     record_readings,
 )
+from dra.memory import without_cyclic_gc
 from portal.metrics import TELEMETRY_CYCLE_SECONDS
-from toolkit.memory import without_cyclic_gc
 
 __all__ = [
     "CycleResult",

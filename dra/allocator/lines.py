@@ -11,16 +11,14 @@ young objects that are all alive until the answer is written, so collecting is p
 
 from __future__ import annotations
 
-import gc
 import json
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import msgspec
 
 from dra.allocator.contract import run_case
+from dra.memory import without_cyclic_gc
 
 __all__ = ["MAX_JSON_DEPTH", "answer_line", "nests_too_deep"]
 
@@ -59,17 +57,6 @@ def nests_too_deep(line: str) -> bool:
     return True
 
 
-@contextmanager
-def _collection_paused() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _decode(line: str) -> Any:
     try:
         return msgspec.json.decode(line)
@@ -97,7 +84,7 @@ def _run_line(line: str, timeout: float | None) -> dict[str, Any]:
 
 def answer_line(line: str, timeout: float | None) -> str:
     """The output line (without its newline) for one input line, whatever the line holds."""
-    with _collection_paused():
+    with without_cyclic_gc():
         output = _run_line(line, timeout)
     try:
         return json.dumps(output, separators=(",", ":"))
