@@ -18,6 +18,7 @@ from typing import Any
 
 from claims.capacity.index import index
 from claims.models import AllocatedDevice, ClaimRequest, ResourceClaim
+from dra.memory import without_cyclic_gc
 from dra.model import ExactRequest, InvalidObject, parse_claim
 from portal.models import Quota, Tenant
 from toolkit.durations import format_duration
@@ -120,6 +121,19 @@ def _claim_options(
         else:
             found[pk] = cached
     pks = list(missing)
+    # Thousands of specs parsed at once on a process's first count: without the cyclic
+    # collector, whose passes over a large heap (the allocation index's) cost more than the
+    # parsing (0.6 of 0.8 s at 3,300 claims in the claims benchmark).
+    with without_cyclic_gc():
+        _parse_options(pks, missing, found)
+    while len(_OPTIONS) > _OPTIONS_LIMIT:
+        _OPTIONS.popitem(last=False)
+    return found
+
+
+def _parse_options(
+    pks: list[int], missing: dict[int, tuple[str, str]], found: dict[int, dict[str, Option]]
+) -> None:
     for start in range(0, len(pks), 2000):
         for pk, spec in ResourceClaim.objects.filter(pk__in=pks[start : start + 2000]).values_list(
             "pk", "raw__spec"
@@ -127,9 +141,6 @@ def _claim_options(
             options = _request_classes(spec if isinstance(spec, dict) else {})
             found[pk] = options
             _OPTIONS[missing[pk]] = options
-    while len(_OPTIONS) > _OPTIONS_LIMIT:
-        _OPTIONS.popitem(last=False)
-    return found
 
 
 _RECENT: dict[tuple[int, Any], tuple[float, dict[str, ClassUsage]]] = {}
