@@ -35,6 +35,7 @@ from django.db import DatabaseError, close_old_connections, connection, transact
 from django.db.models import F
 from django.utils import timezone
 
+from dra.memory import without_cyclic_gc
 from kube.client import Cluster
 from kube.errors import ClusterError, Gone, ResourceVersionTooLarge, Unreachable
 from kube.kinds import Kind
@@ -62,6 +63,7 @@ logger = logging.getLogger(__name__)
 
 _END = object()
 PARTIAL_LIST = "PartialObjectMetadataList"
+METADATA_PAGES = 5  # a metadata page holds this many pages' worth of items
 # Kinds whose device states this process has recomputed in full once (see ``relist``).
 _STATES_CHECKED: set[Kind] = set()
 
@@ -275,11 +277,13 @@ class Reflector:
         # resourceVersions, a fraction of the bytes to read and decode) and only a page that
         # holds a change is asked for again, whole, at the same snapshot.
         compare = not reset and has_rows(self.kind)
+        # Metadata pages are small: five times the page size, for fewer round trips.
+        limit = self.page_size * METADATA_PAGES if compare else self.page_size
         continue_: str | None = None
         list_version = ""
         while True:
             page = self.cluster.list_page(
-                self.kind, limit=self.page_size, continue_=continue_, metadata_only=compare
+                self.kind, limit=limit, continue_=continue_, metadata_only=compare
             )
             metadata = page.get("metadata") or {}
             list_version = list_version or str(metadata.get("resourceVersion") or "")
@@ -294,7 +298,7 @@ class Reflector:
             items = page.get("items") or []
             uids = [_uid_of(item) for item in items]
             seen.update(uid for uid in uids if uid)
-            with transaction.atomic():
+            with transaction.atomic(), without_cyclic_gc():
                 commit_without_waiting()
                 stored = {} if reset else stored_versions(self.kind, [u for u in uids if u])
                 # Only objects that changed are mapped: an unchanged relist costs the list
@@ -305,7 +309,7 @@ class Reflector:
                     if reset or not uid or is_newer(resource_version_of(item), stored.get(uid))
                 ]
                 if changed and page.get("kind") == PARTIAL_LIST:
-                    changed = self._whole(changed, continue_, list_version)
+                    changed = self._whole(changed, continue_, list_version, limit)
                 applied += upsert(
                     self.kind, [map_object(self.kind, item) for item in changed], pending=pools
                 )
@@ -354,17 +358,17 @@ class Reflector:
         return applied
 
     def _whole(
-        self, partial: list[dict[str, Any]], continue_: str | None, list_version: str
+        self, partial: list[dict[str, Any]], continue_: str | None, list_version: str, limit: int
     ) -> list[dict[str, Any]]:
         """The whole objects of ``partial`` (metadata-only items of one page): the same page
         listed again at the same snapshot (its continue token, or the list's resourceVersion
         for the first page), so the rows still come from one consistent list."""
         if continue_:
-            page = self.cluster.list_page(self.kind, limit=self.page_size, continue_=continue_)
+            page = self.cluster.list_page(self.kind, limit=limit, continue_=continue_)
         else:
             page = self.cluster.list_page(
                 self.kind,
-                limit=self.page_size,
+                limit=limit,
                 resource_version=list_version,
                 resource_version_match="Exact",
             )
@@ -453,7 +457,7 @@ class Reflector:
     def _commit(self, batch: list[dict[str, Any]], first_received: float | None) -> None:
         version = resource_version_of(batch[-1].get("object") or {}) or self.resource_version
         started = time.perf_counter()
-        with transaction.atomic():
+        with transaction.atomic(), without_cyclic_gc():
             commit_without_waiting()
             applied = apply_events(self.kind, batch)
             self._after_change(
