@@ -63,7 +63,6 @@ logger = logging.getLogger(__name__)
 
 _END = object()
 PARTIAL_LIST = "PartialObjectMetadataList"
-METADATA_PAGES = 5  # a metadata page holds this many pages' worth of items
 # Kinds whose device states this process has recomputed in full once (see ``relist``).
 _STATES_CHECKED: set[Kind] = set()
 
@@ -277,8 +276,7 @@ class Reflector:
         # resourceVersions, a fraction of the bytes to read and decode) and only a page that
         # holds a change is asked for again, whole, at the same snapshot.
         compare = not reset and has_rows(self.kind)
-        # Metadata pages are small: five times the page size, for fewer round trips.
-        limit = self.page_size * METADATA_PAGES if compare else self.page_size
+        limit = self.page_size
         continue_: str | None = None
         list_version = ""
         while True:

@@ -263,10 +263,9 @@ def test_a_resync_compares_metadata_and_lists_whole_only_the_pages_that_changed(
 @pytest.mark.django_db
 def test_a_resync_reads_a_changed_page_further_on_at_the_same_snapshot(counting):
     slices = counting.list_all(Kind.RESOURCE_SLICES)[0]
-    reflector = Reflector(Kind.RESOURCE_SLICES, counting, page_size=1)
+    reflector = Reflector(Kind.RESOURCE_SLICES, counting, page_size=2)
     reflector.relist()
-    # Metadata pages hold METADATA_PAGES (5) items here: the third one holds the 12th slice.
-    victim = slices[11]
+    victim = slices[5]  # the third page
     victim["metadata"]["annotations"] = {"changed": "yes"}
     counting.replace(Kind.RESOURCE_SLICES, victim)
     counting.pages.clear()
