@@ -14,13 +14,11 @@ from typing import Any
 
 from django.db import connection, models, transaction
 from django.db.models import OuterRef, Q, QuerySet, Subquery
-from django.utils import timezone
 
 from claims.models import (
     AllocatedDevice,
     AllocationRecord,
     ClaimConsumer,
-    ClaimFacts,
     ResourceClaim,
     ResourceClaimTemplate,
 )
@@ -35,9 +33,15 @@ from devices.models import (
 )
 from kube.kinds import Kind
 from mirror.bulk import BATCH, BulkWriter
+from mirror.claim_rows import (
+    ALLOCATED_DEVICE_FIELDS,
+    CONSUMER_FIELDS,
+    record_allocations,
+    replace_claim_children,
+    set_tenants,
+)
 from mirror.mapping import Mapped, map_object
 from mirror.states import DeviceKey, PoolKey, record_changes, refresh_pools, remember_parsed
-from portal.models import TenantNamespace
 
 __all__ = [
     "MODELS",
@@ -83,17 +87,6 @@ DEVICE_FIELDS = [
 ]
 # pg_advisory_xact_lock key held by every transaction writing slices or claims ("dradevic").
 _DEVICE_WRITES_LOCK = 0x6472616465766963
-
-ALLOCATED_DEVICE_FIELDS = [
-    "request",
-    "driver",
-    "pool",
-    "device_name",
-    "admin_access",
-    "share_id",
-    "consumed_capacity",
-]
-CONSUMER_FIELDS = ["api_group", "resource", "name", "uid"]
 
 
 @dataclass
@@ -230,9 +223,9 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
     rows = {uid: {**m.fields, "problems": m.problems} for uid, m in keyed.items()}
     replaced: set[str] = set()
     if kind == Kind.RESOURCE_CLAIMS:
-        _set_tenants(rows)
+        set_tenants(rows)
         # Before the rows are written: their stored digests say whose children changed.
-        replaced, devices = _replace_claim_children(
+        replaced, devices = replace_claim_children(
             keyed, {uid: keyed[uid] for uid in existing}, existing
         )
         touched |= devices
@@ -274,59 +267,10 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
             touched |= _insert_claim_children(writer, keyed, replaced, pks)
             # The allocation history follows the results just written, in this transaction
             # (a claim whose results are unchanged has its records already).
-            _record_allocations(writer, replaced, rows, pks)
+            record_allocations(writer, replaced, rows, pks)
     _refresh(_pools(touched), pending)
     applied.written = len(keyed)
     return applied
-
-
-RECORD_FIELDS = [
-    "claim_uid",
-    "namespace",
-    "claim_name",
-    "tenant_id",
-    "tenant_name",
-    "tenant_slug",
-    "request",
-    "device_class",
-    "driver",
-    "pool",
-    "device_name",
-    "model_name",
-    "memory_bytes",
-    "admin_access",
-    "started_at",
-]
-
-
-def _record_allocations(
-    writer: BulkWriter, uids: set[str], rows: dict[str, dict[str, Any]], pks: dict[str, int]
-) -> None:
-    """``AllocationRecord.objects.record_claims`` for claims this batch has just written, from
-    their rows in memory: their JSON is not read back, and new records go through ``COPY``."""
-    if not uids:
-        return
-    now = timezone.now()
-    facts = {}
-    for uid in uids:
-        row = rows[uid]
-        if not row["is_allocated"]:
-            continue
-        raw = row["raw"] if isinstance(row["raw"], dict) else {}
-        allocation = (raw.get("status") or {}).get("allocation")
-        facts[pks[uid]] = ClaimFacts(
-            uid,
-            row["namespace"],
-            row["name"],
-            row.get("tenant_id"),
-            raw.get("spec"),
-            allocation.get("allocationTimestamp") if isinstance(allocation, dict) else None,
-        )
-    opened, stale = AllocationRecord.objects.plan(sorted(uids), facts, now=now)
-    if stale:
-        AllocationRecord.objects.filter(pk__in=stale).update(ended_at=now)
-    # A concurrent writer (the backfill beside a watcher) may have opened one meanwhile.
-    writer.insert_new(AllocationRecord, RECORD_FIELDS, opened)
 
 
 def _serialize_device_writes(kind: Kind) -> None:
@@ -374,17 +318,6 @@ def claim_device_keys(claim_filter: Q) -> set[DeviceKey]:
     """The devices named by the allocation results of the claims matching ``claim_filter``."""
     results = AllocatedDevice.objects.filter(claim_filter)
     return set(results.values_list("driver", "pool", "device_name"))
-
-
-def _set_tenants(rows: dict[str, dict[str, Any]]) -> None:
-    """Sets each claim row's ``tenant_id``: the tenant owning its namespace, or None."""
-    owners = dict(
-        TenantNamespace.objects.filter(
-            name__any={row["namespace"] for row in rows.values()}
-        ).values_list("name", "tenant_id")
-    )
-    for row in rows.values():
-        row["tenant_id"] = owners.get(row["namespace"])
 
 
 def link_devices(results: QuerySet[AllocatedDevice]) -> int:
@@ -471,46 +404,6 @@ def _replace_slice_children(
         ],
     )
     return changed | {(row["driver"], row["pool_name"]) for row in inserted}
-
-
-def _replace_claim_children(
-    keyed: dict[str, Mapped], stored: dict[str, Mapped], pks: dict[str, int]
-) -> tuple[set[str], set[DeviceKey]]:
-    """Allocated devices and consumers are replaced where they changed: deleted here, written
-    by :func:`_insert_claim_children` once the claims' rows are.
-
-    Most claim updates touch only metadata (labels, annotations, finalizers): a stored claim
-    whose children digest (``mirror.mapping``) is the one just mapped keeps its rows, which
-    saves reading them, a delete and an insert per claim. Call before the claim rows are
-    written (the stored digests are read here). Returns the uids of the claims whose rows
-    were replaced (new claims included), and the devices named by the replaced rows, before
-    and after: their state may change.
-    """
-    replace = set(keyed) - set(stored)
-    touched: set[DeviceKey] = set()
-    if stored:
-        digests = dict(
-            ResourceClaim.objects.filter(uid__any=list(stored)).values_list(
-                "uid", "children_digest"
-            )
-        )
-        changed = [
-            uid
-            for uid in stored
-            if not keyed[uid].fields["children_digest"]
-            or digests.get(uid) != keyed[uid].fields["children_digest"]
-        ]
-        replace.update(changed)
-        claim_ids = [pks[uid] for uid in changed]
-        if claim_ids:
-            touched |= set(
-                AllocatedDevice.objects.filter(claim_id__any=claim_ids).values_list(
-                    "driver", "pool", "device_name"
-                )
-            )
-            AllocatedDevice.objects.filter(claim_id__any=claim_ids).delete()
-            ClaimConsumer.objects.filter(claim_id__any=claim_ids).delete()
-    return replace, touched
 
 
 def _insert_claim_children(
