@@ -13,7 +13,6 @@ from claims.models import (
     AllocationRecord,
     ClaimConsumer,
     ClaimFacts,
-    ResourceClaim,
 )
 from mirror.bulk import BulkWriter
 from mirror.mapping import Mapped
@@ -52,34 +51,29 @@ def set_tenants(rows: dict[str, dict[str, Any]]) -> None:
 
 
 def replace_claim_children(
-    keyed: dict[str, Mapped], stored: dict[str, Mapped], pks: dict[str, int]
+    keyed: dict[str, Mapped], stored: dict[str, tuple[int, str]]
 ) -> tuple[set[str], set[DeviceKey]]:
     """Allocated devices and consumers are replaced where they changed: deleted here, written
     by ``mirror.store._insert_claim_children`` once the claims' rows are.
 
-    Most claim updates touch only metadata (labels, annotations, finalizers): a stored claim
-    whose children digest (``mirror.mapping``) is the one just mapped keeps its rows, which
-    saves reading them, a delete and an insert per claim. Call before the claim rows are
-    written (the stored digests are read here). Returns the uids of the claims whose rows
-    were replaced (new claims included), and the devices named by the replaced rows, before
-    and after: their state may change.
+    ``stored``: uid → (primary key, children digest) of the claims already mirrored, as read
+    before this batch writes their rows. Most claim updates touch only metadata (labels,
+    annotations, finalizers): a stored claim whose children digest (``mirror.mapping``) is
+    the one just mapped keeps its rows, which saves reading them, a delete and an insert per
+    claim. Returns the uids of the claims whose rows were replaced (new claims included), and
+    the devices named by the replaced rows, before and after: their state may change.
     """
     replace = set(keyed) - set(stored)
     touched: set[DeviceKey] = set()
     if stored:
-        digests = dict(
-            ResourceClaim.objects.filter(uid__any=list(stored)).values_list(
-                "uid", "children_digest"
-            )
-        )
         changed = [
             uid
-            for uid in stored
+            for uid, (_, digest) in stored.items()
             if not keyed[uid].fields["children_digest"]
-            or digests.get(uid) != keyed[uid].fields["children_digest"]
+            or digest != keyed[uid].fields["children_digest"]
         ]
         replace.update(changed)
-        claim_ids = [pks[uid] for uid in changed]
+        claim_ids = [stored[uid][0] for uid in changed]
         if claim_ids:
             touched |= set(
                 AllocatedDevice.objects.filter(claim_id__any=claim_ids).values_list(

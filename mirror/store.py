@@ -179,28 +179,38 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
         return applied
     touched: set[DeviceKey] = set()
     same_spec: set[str] = set()
+    # The stored rows of this batch's objects, read once: primary key and what the kind
+    # compares (a slice's pool and spec digest, a claim's children digest, the version of a
+    # class or node, whose change the allocation index is told of). Read before the
+    # lock: only this kind's watcher writes its rows.
+    compared = {
+        Kind.RESOURCE_SLICES: ("driver", "pool_name", "spec_digest"),
+        Kind.RESOURCE_CLAIMS: ("children_digest",),
+        Kind.DEVICE_CLASSES: ("resource_version",),
+        Kind.NODES: ("resource_version",),
+    }.get(kind, ())
+    current = {
+        uid: values
+        for uid, *values in model._default_manager.filter(uid__any=list(keyed)).values_list(
+            "uid", "pk", *compared
+        )
+    }
+    existing = {uid: values[0] for uid, values in current.items()}
     if kind == Kind.RESOURCE_SLICES:
-        # Read before the lock: only this kind's watcher writes slice rows.
-        current = {
-            uid: (driver, pool, digest)
-            for uid, driver, pool, digest in model._default_manager.filter(
-                uid__any=list(keyed)
-            ).values_list("uid", "driver", "pool_name", "spec_digest")
-        }
         same_spec = {
             uid
             for uid, m in keyed.items()
             if m.fields["spec_digest"]
-            and current.get(uid, ("", "", ""))[2] == m.fields["spec_digest"]
+            and uid in current
+            and current[uid][3] == m.fields["spec_digest"]
         }
         # A slice moving to another pool changes the pool it leaves, too.
         touched |= {
-            (driver, pool, "") for uid, (driver, pool, _) in current.items() if uid not in same_spec
+            (values[1], values[2], "") for uid, values in current.items() if uid not in same_spec
         }
     if same_spec != set(keyed):
         # Metadata-only slice updates write no device row and no state: they need no lock.
         _serialize_device_writes(kind)
-    existing = dict(model._default_manager.filter(uid__any=list(keyed)).values_list("uid", "pk"))
     if kind in (Kind.RESOURCE_CLAIMS, Kind.RESOURCE_CLAIM_TEMPLATES):
         # A stored object keeps its name (the rows' unique namespace/name says no other row
         # has it): only new ones can meet a row left behind under their name.
@@ -212,21 +222,18 @@ def upsert(kind: Kind, mapped: list[Mapped], *, pending: set[PoolKey] | None = N
         embedded=("spec", "devices", "*", "*") if kind == Kind.RESOURCE_SLICES else ()
     )
     fields = _model_fields(model)
-    if kind in (Kind.DEVICE_CLASSES, Kind.NODES):
-        stored = dict(
-            model._default_manager.filter(uid__any=list(keyed)).values_list(
-                "uid", "resource_version"
-            )
-        )
-        if any(stored.get(uid) != m.fields.get("resource_version") for uid, m in keyed.items()):
-            _record_kind(kind)
+    if kind in (Kind.DEVICE_CLASSES, Kind.NODES) and any(
+        uid not in current or current[uid][1] != m.fields.get("resource_version")
+        for uid, m in keyed.items()
+    ):
+        _record_kind(kind)
     rows = {uid: {**m.fields, "problems": m.problems} for uid, m in keyed.items()}
     replaced: set[str] = set()
     if kind == Kind.RESOURCE_CLAIMS:
         set_tenants(rows)
         # Before the rows are written: their stored digests say whose children changed.
         replaced, devices = replace_claim_children(
-            keyed, {uid: keyed[uid] for uid in existing}, existing
+            keyed, {uid: (values[0], values[1]) for uid, values in current.items()}
         )
         touched |= devices
     writer.insert(
