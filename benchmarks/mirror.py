@@ -381,12 +381,24 @@ def watcher_main(url: str, watch_seconds: float, profile: str | None) -> None:
 
     # -- list+watch of slices and claims while the parent writes ---------------------------
     stop = threading.Event()
-    reflectors = [
-        TimedReflector(kind, cluster, watcher="bench", watch_seconds=30)
-        for kind in (Kind.RESOURCE_SLICES, Kind.RESOURCE_CLAIMS)
-    ]
-    for reflector in reflectors:
-        reflector.committed = []
+
+    def watchers(name: str) -> tuple[list[TimedReflector], list[threading.Thread]]:
+        """A reflector for slices and one for claims, each in a thread of its own (started),
+        resuming from the resourceVersion the last ones committed."""
+        started = [
+            TimedReflector(kind, cluster, watcher="bench", watch_seconds=30)
+            for kind in (Kind.RESOURCE_SLICES, Kind.RESOURCE_CLAIMS)
+        ]
+        running = []
+        for reflector in started:
+            reflector.committed = []
+            running.append(
+                threading.Thread(
+                    target=run, args=(reflector,), name=f"{name}-{reflector.kind}", daemon=True
+                )
+            )
+            running[-1].start()
+        return started, running
 
     def run(reflector: Reflector) -> None:
         profiler = cProfile.Profile() if profile else None
@@ -400,12 +412,7 @@ def watcher_main(url: str, watch_seconds: float, profile: str | None) -> None:
                 profiler.dump_stats(f"{profile}.watch-{reflector.kind.value}")
             connection.close()
 
-    threads = [
-        threading.Thread(target=run, args=(r,), name=f"bench-{r.kind}", daemon=True)
-        for r in reflectors
-    ]
-    for thread in threads:
-        thread.start()
+    reflectors, threads = watchers("bench")
     time.sleep(1.0)  # both watches open
     emit("ready", {})
     line = sys.stdin.readline().split()
@@ -430,19 +437,8 @@ def watcher_main(url: str, watch_seconds: float, profile: str | None) -> None:
     if len(line) == 2 and line[0] == "DRAIN":
         expected = int(line[1])
         stop = threading.Event()
-        reflectors = [
-            TimedReflector(kind, cluster, watcher="bench", watch_seconds=30)
-            for kind in (Kind.RESOURCE_SLICES, Kind.RESOURCE_CLAIMS)
-        ]
-        for reflector in reflectors:
-            reflector.committed = []
         started = time.perf_counter()
-        threads = [
-            threading.Thread(target=run, args=(r,), name=f"drain-{r.kind}", daemon=True)
-            for r in reflectors
-        ]
-        for thread in threads:
-            thread.start()
+        reflectors, threads = watchers("drain")
         deadline = time.monotonic() + 600
         while sum(len(r.committed) for r in reflectors) < expected and time.monotonic() < deadline:
             time.sleep(0.01)
