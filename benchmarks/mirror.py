@@ -135,7 +135,7 @@ def mirror_tables() -> list[str]:
 def flush_mirror_tables() -> None:
     from django.db import connection
 
-    from claims.models import AllocatedDevice, AllocationRecord, ClaimConsumer
+    from claims.models import AllocatedDevice, AllocationRecord, ClaimConsumer, UsageCounter
     from devices.models import Device, SharedCounterSet
     from mirror.models import MirrorStatus
     from mirror.store import MODELS
@@ -151,6 +151,7 @@ def flush_mirror_tables() -> None:
             AllocatedDevice,
             ClaimConsumer,
             AllocationRecord,
+            UsageCounter,
             MirrorStatus,
         ]
     ]

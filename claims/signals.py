@@ -35,10 +35,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.dispatch import Signal, receiver
 
-from claims.models import ResourceClaim
+from claims.models import AllocatedDevice, ResourceClaim, UsageCounter, difference, summed
+from devices.locks import lock_device_writes
 from portal.models import TenantNamespace
 from portal.signals import namespaces_changed
 
@@ -68,4 +70,12 @@ tenant_usage_changed = Signal()
 def relink_claim_tenants(sender: Any, names: Iterable[str], **kwargs: Any) -> int:
     """Points the claims in ``names`` at the tenant now owning their namespace (or none)."""
     owner = TenantNamespace.objects.filter(name=OuterRef("namespace")).values("tenant_id")[:1]
-    return ResourceClaim.objects.filter(namespace__in=list(names)).update(tenant=Subquery(owner))
+    claims = ResourceClaim.objects.filter(namespace__in=list(names))
+    results = AllocatedDevice.objects.filter(claim__in=claims)
+    # What they count moves from the tenant that had them to the one that has them now.
+    with transaction.atomic():
+        lock_device_writes()
+        counted = summed(results)
+        moved = claims.update(tenant=Subquery(owner))
+        UsageCounter.objects.add(difference(summed(results), counted))
+    return moved

@@ -29,6 +29,7 @@ __all__ = [
 
 ALLOCATED_DEVICE_FIELDS = [
     "request",
+    "device_class_name",
     "driver",
     "pool",
     "device_name",

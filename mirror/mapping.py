@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from claims.models.allocation_records import request_device_classes
 from dra.model import (
     AttributeValue,
     Device,
@@ -332,6 +333,7 @@ def map_resource_claim(obj: dict[str, Any]) -> Mapped:
     status = _dict(obj.get("status"))
     allocation = status.get("allocation")
     results = _list(_dict(_dict(allocation).get("devices")).get("results"))
+    classes = request_device_classes(obj.get("spec")) if results else {}
     allocated = []
     for index, result in enumerate(results):
         if not isinstance(result, dict) or not all(
@@ -342,6 +344,7 @@ def map_resource_claim(obj: dict[str, Any]) -> Mapped:
         allocated.append(
             {
                 "request": str(result.get("request", ""))[:130],
+                "device_class_name": classes.get(str(result.get("request", "")), "")[:253],
                 "driver": result["driver"][:63],
                 "pool": result["pool"][:253],
                 "device_name": result["device"][:63],

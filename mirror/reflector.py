@@ -47,6 +47,7 @@ from mirror.signals import cluster_replaced
 from mirror.states import STATE_KINDS, PoolKey, all_pools, refresh_pools
 from mirror.store import (
     Applied,
+    analyze_after_load,
     apply_events,
     commit_without_waiting,
     delete_missing,
@@ -338,6 +339,8 @@ class Reflector:
                 heartbeat_at=now,
                 watcher=self.watcher,
             )
+        if not compare:
+            analyze_after_load(self.kind, applied.written)
         self.resource_version, self.cluster_uid = list_version, self._identity
         self._listed_at = now
         self._failing = self._relist_due = self._reset_due = False

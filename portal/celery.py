@@ -74,6 +74,8 @@ app.conf.beat_schedule = {
     "telemetry-roll-up": {"task": "devices.tasks.telemetry_roll_up", "schedule": 60.0},
     "telemetry-prune": {"task": "devices.tasks.telemetry_prune", "schedule": 600.0},
     "claims-roll-up-usage": {"task": "claims.roll_up_usage", "schedule": 120.0},
+    # The quota's usage counters against a full count (repairs and logs any drift).
+    "claims-check-usage-counters": {"task": "claims.check_usage_counters", "schedule": 900.0},
     # Idle claims: flag / unflag (and tell owners), then reclaim those past their grace period
     # where the tenant's idle policy says so. Lifecycle work: the default queue.
     "claims-sweep-idle": {"task": "claims.sweep_idle", "schedule": 120.0},

@@ -22,6 +22,14 @@ from claims.models.resource_claims import (
     ClaimConsumer,
     ResourceClaim,
 )
+from claims.models.usage_counters import (
+    Counted,
+    UsageCounter,
+    UsageCounterQuerySet,
+    UsageKey,
+    difference,
+    summed,
+)
 from claims.models.usage_rollups import UsageRollup, UsageRollupQuerySet
 
 __all__ = [
@@ -39,9 +47,15 @@ __all__ = [
     "ClaimRequest",
     "ClaimRequestQuerySet",
     "ClassPolicy",
+    "Counted",
     "ResourceClaim",
     "ResourceClaimTemplate",
+    "UsageCounter",
+    "UsageCounterQuerySet",
+    "UsageKey",
     "UsageRollup",
     "UsageRollupQuerySet",
+    "difference",
     "request_device_classes",
+    "summed",
 ]

@@ -101,6 +101,13 @@ class ResourceClaim(MirroredObject):
         constraints = [
             models.UniqueConstraint(fields=["namespace", "name"], name="one_claim_per_name")
         ]
+        indexes = [
+            # The quota counts a tenant's claims not allocated yet by what they ask: few of
+            # its thousands.
+            models.Index(
+                fields=["tenant"], condition=Q(is_allocated=False), name="claim_pending_by_tenant"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"
@@ -162,6 +169,9 @@ class AllocatedDevice(models.Model):
         ResourceClaim, on_delete=models.CASCADE, related_name="allocated_devices"
     )
     request = models.CharField(max_length=130)  # "<request>" or "<request>/<subrequest>"
+    # The class the claim's spec asks for in that (sub)request ("" when the spec does not
+    # name one): what the tenant's usage counters count the result under.
+    device_class_name = models.CharField(max_length=253, blank=True, default="")
     driver = models.CharField(max_length=63)
     pool = models.CharField(max_length=253)
     device_name = models.CharField(max_length=63)

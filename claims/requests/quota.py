@@ -2,10 +2,11 @@
 
 Usage counts every claim in the tenant's namespaces, portal-made or not, from the mirror:
 allocated claims by their results (devices, and the ``memory`` capacity of the devices they
-hold), unallocated ones by what they ask (count × the largest memory among the devices their
-class and selectors match). Admin-access results never count. Requests the portal accepted but
-whose claim the mirror does not show yet count by what they hold (``held_*``), so a request in
-flight is never forgotten and never counted twice.
+hold), from counters the mirror keeps as it writes them (``claims.models.usage_counters``);
+unallocated ones by what they ask (count × the largest memory among the devices their class
+and selectors match). Admin-access results never count. Requests the portal accepted but whose
+claim the mirror does not show yet count by what they hold (``held_*``), so a request in flight
+is never forgotten and never counted twice. Three small queries whatever the number of claims.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from django.db.models import Count, Exists, OuterRef, Q, Sum
+
 from claims.capacity.index import index
-from claims.models import AllocatedDevice, ClaimRequest, ResourceClaim
+from claims.models import ClaimRequest, ResourceClaim, UsageCounter
 from dra.memory import without_cyclic_gc
 from dra.model import ExactRequest, InvalidObject, parse_claim
 from portal.models import Quota, Tenant
@@ -147,8 +150,9 @@ _RECENT: dict[tuple[int, Any], tuple[float, dict[str, ClassUsage]]] = {}
 
 
 def tenant_usage(tenant: Tenant, *, max_age: float = 0) -> dict[str, ClassUsage]:
-    """Usage per device class name. Three flat queries whatever the number of claims (their
-    specs are parsed once per version), so it stays cheap inside the submit transaction.
+    """Usage per device class name. Three small queries whatever the number of claims (the
+    counters, the claims not allocated yet, the requests in flight), so it stays cheap inside
+    the submit transaction.
     ``max_age``: advice (the preview) may reuse a result up to that many seconds old."""
     if max_age:
         recent = _RECENT.get((tenant.pk, tenant.created_at))
@@ -161,26 +165,22 @@ def tenant_usage(tenant: Tenant, *, max_age: float = 0) -> dict[str, ClassUsage]
 
 def _count_usage(tenant: Tenant) -> dict[str, ClassUsage]:
     usage: dict[str, ClassUsage] = defaultdict(ClassUsage)
-    rows = list(
-        ResourceClaim.objects.filter(tenant=tenant).values_list(
-            "pk", "uid", "resource_version", "namespace", "name", "is_allocated"
+    # Allocated claims: the counters the mirror keeps (``claims.models.usage_counters``).
+    for device_class, counted in UsageCounter.objects.of(tenant).items():
+        entry = usage[device_class]
+        entry.devices += counted.devices
+        entry.memory_bytes += counted.memory_bytes
+        entry.claims += counted.claims
+    # Claims not allocated yet, by what they ask of today's inventory: few of the tenant's.
+    pending = list(
+        ResourceClaim.objects.filter(tenant=tenant, is_allocated=False).values_list(
+            "pk", "uid", "resource_version"
         )
     )
-    mirrored = {(namespace, name) for _, _, _, namespace, name, _ in rows}
-    options_of = _claim_options([(pk, uid, version) for pk, uid, version, *_ in rows])
-    classes_used: dict[int, set[str]] = defaultdict(set)
-    for claim_pk, request_name, memory in AllocatedDevice.objects.filter(
-        claim__tenant=tenant, claim__is_allocated=True, admin_access=False
-    ).values_list("claim_id", "request", "device__memory_bytes"):
-        option = options_of.get(claim_pk, {}).get(request_name)
-        device_class = option[0] if option else ""
-        classes_used[claim_pk].add(device_class)
-        usage[device_class].devices += 1
-        usage[device_class].memory_bytes += memory or 0
-    for pk, _, _, _, _, is_allocated in rows:
-        if is_allocated:
-            continue
+    options_of = _claim_options(pending)
+    for pk, _, _ in pending:
         seen_requests: set[str] = set()
+        classes_used: set[str] = set()
         for name, (device_class, count, request) in options_of.get(pk, {}).items():
             top = name.split("/")[0]
             if top in seen_requests or count == 0:
@@ -188,31 +188,35 @@ def _count_usage(tenant: Tenant) -> dict[str, ClassUsage]:
             seen_requests.add(top)
             matched, memory = index().summary(device_class, request)
             devices = matched if count == "All" else int(count)
-            classes_used[pk].add(device_class)
+            classes_used.add(device_class)
             usage[device_class].devices += devices
             usage[device_class].memory_bytes += devices * memory
-    for used in classes_used.values():
-        for device_class in used:
+        for device_class in classes_used:
             usage[device_class].claims += 1
-    # A request waiting for approval holds nothing: approving it checks the quota again.
-    for claim_request in (
+    # Accepted requests the mirror does not show yet, by what they hold. A request waiting
+    # for approval holds nothing: approving it checks the quota again. A shared template's
+    # request holds only until its template is written.
+    # By namespace and name alone: the unique index answers it (with the tenant too, the
+    # planner scanned the tenant's claims per request: 0.2 s at 10,000).
+    mirrored = ResourceClaim.objects.filter(namespace=OuterRef("namespace"), name=OuterRef("name"))
+    in_flight = (
         ClaimRequest.objects.filter(tenant=tenant)
         .active()
         .exclude(state=ClaimRequest.State.PENDING_APPROVAL)
-    ):
-        if (
-            (claim_request.namespace, claim_request.name) in mirrored
-            or claim_request.is_template
-            and (
-                claim_request.state
-                not in (ClaimRequest.State.SUBMITTED, ClaimRequest.State.ALLOCATING)
-            )
-        ):
-            continue
-        entry = usage[claim_request.device_class_name]
-        entry.in_flight_devices += claim_request.held_devices
-        entry.in_flight_memory_bytes += claim_request.held_memory_bytes
-        entry.in_flight_claims += 1
+        .exclude(
+            Q(sharing=ClaimRequest.Sharing.TEMPLATE)
+            & ~Q(state__in=[ClaimRequest.State.SUBMITTED, ClaimRequest.State.ALLOCATING])
+        )
+        .exclude(Exists(mirrored))
+        .order_by()
+        .values_list("device_class_name")
+        .annotate(Sum("held_devices"), Sum("held_memory_bytes"), Count("pk"))
+    )
+    for device_class, devices, memory, claims in in_flight:
+        entry = usage[device_class]
+        entry.in_flight_devices += devices or 0
+        entry.in_flight_memory_bytes += memory or 0
+        entry.in_flight_claims += claims
     return dict(usage)
 
 

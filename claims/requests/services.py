@@ -175,15 +175,21 @@ def prepare(
 
 @contextlib.contextmanager
 def tenant_lock(tenant_id: Any) -> Iterator[Tenant]:
-    """A transaction holding the tenant's row lock (``SELECT … FOR UPDATE``), yielding the
-    tenant: quota checks and what they allow happen inside it, so concurrent submissions and
+    """A transaction holding the tenant's row lock (``SELECT … FOR NO KEY UPDATE``), yielding
+    the tenant: quota checks and what they allow happen inside it, so concurrent submissions and
     approvals can never exceed a quota together.
+
+    ``NO KEY``: the lock conflicts with itself (submissions stay one at a time per tenant) but
+    not with the ``FOR KEY SHARE`` that PostgreSQL's foreign-key checks take at commit. With a
+    plain ``FOR UPDATE``, every other transaction that inserted a row naming the tenant (the
+    worker's audit events, the mirror's claims) waited at its COMMIT for the whole submission
+    holding the lock: 33 ms a commit in the worker under four submitting threads.
 
     PostgreSQL: the row lock serialises them across processes. SQLite has no row locks; there
     a process lock does (the embedded mode is one process)."""
     lock = _SUBMIT_LOCK if connection.vendor == "sqlite" else contextlib.nullcontext()
     with lock, transaction.atomic():
-        yield Tenant.objects.select_for_update().get(pk=tenant_id)
+        yield Tenant.objects.select_for_update(no_key=True).get(pk=tenant_id)
 
 
 class Submission(NamedTuple):

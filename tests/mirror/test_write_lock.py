@@ -10,9 +10,10 @@ import threading
 import pytest
 from django.db import connection, connections, transaction
 
+from devices.locks import _DEVICE_WRITES_LOCK
 from harness.fixtures import fixture_objects
 from kube.kinds import Kind
-from mirror.store import _DEVICE_WRITES_LOCK, apply_events
+from mirror.store import apply_events
 
 
 @pytest.fixture
