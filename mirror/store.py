@@ -552,17 +552,19 @@ def _delete(kind: Kind, uids: list[str], pending: set[PoolKey] | None = None) ->
     held: set[DeviceKey] = set()
     counted: dict[UsageKey, Counted] = {}
     if kind == Kind.RESOURCE_CLAIMS:
-        held = claim_device_keys(Q(claim__uid__any=uids))
+        claim_pks = list(ResourceClaim.objects.filter(uid__any=uids).values_list("pk", flat=True))
+        held = claim_device_keys(Q(claim_id__any=claim_pks)) if claim_pks else set()
         # A deleted claim (or one a relist no longer lists) ends its allocation history,
         # and no longer counts in its tenant's usage.
         AllocationRecord.objects.close_claims(uids)
-        counted = summed(AllocatedDevice.objects.filter(claim__uid__any=uids))
+        counted = _counted_claims(claim_pks)
     pools: set[tuple[str, str]] = set()
     if kind == Kind.RESOURCE_SLICES:
         pools = set(ResourceSlice.objects.filter(uid__any=uids).values_list("driver", "pool_name"))
         if pools:
             counted = summed(_results_in(pools))
-    MODELS[kind]._default_manager.filter(uid__any=uids).delete()
+    # Only the keys: the collector reads the rows to cascade from them, not their JSON.
+    MODELS[kind]._default_manager.filter(uid__any=uids).only("pk").delete()
     if pools:
         # Results holding a deleted device now point at nothing, or at the same device in
         # another slice of its pool.

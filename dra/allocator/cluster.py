@@ -95,6 +95,9 @@ class Cluster:
     _suspicious_nodes: dict[str, bool] = field(default_factory=dict)
     _uids_by_key: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
     _busy: set[int] = field(default_factory=set)
+    # ``allocated.in_use`` by pool: a usage change of one pool touches its keys only (a scan of
+    # every key in use took 7 ms a call at 10,000 allocated devices).
+    _in_use_by_pool: dict[tuple[str, str], set[tuple[str, str, str]]] = field(default_factory=dict)
     # Availability of each device by uid, per pool, and the devices of those pools that are
     # not free; a pool whose usage changed is recomputed on the next read (``_stale``).
     _availability: dict[tuple[str, str], dict[int, Availability]] = field(default_factory=dict)
@@ -109,6 +112,7 @@ class Cluster:
             self._uids_by_key.setdefault(key, []).append(device.uid)
         for key in self.allocated.in_use:
             self._busy.update(self._uids_by_key.get(key, ()))
+            self._in_use_by_pool.setdefault((key[0], key[1]), set()).add(key)
         self._stale = set(self.inventory.by_pool)
 
     def case(self, claims: list[ResourceClaim] | None = None) -> CaseData:
@@ -131,7 +135,9 @@ class Cluster:
                     for name, amount in (result.consumed_capacity or {}).items():
                         totals[name] = totals.get(name, 0) + amount.value
                 else:
-                    self.allocated.in_use.add(result.candidate.key)
+                    key = result.candidate.key
+                    self.allocated.in_use.add(key)
+                    self._in_use_by_pool.setdefault((key[0], key[1]), set()).add(key)
                     taken = self._uids_by_key.get(result.candidate.key, ())
                     self._busy.update(taken)
                     for matches in self._matches.values():
@@ -169,9 +175,13 @@ class Cluster:
             return
         self._stale |= pools & self.inventory.by_pool.keys()
         in_use = self.allocated.in_use
-        for key in [key for key in in_use if (key[0], key[1]) in pools]:
-            in_use.discard(key)
-        in_use.update(key for key in state.in_use if (key[0], key[1]) in pools)
+        by_pool = self._in_use_by_pool
+        for pool in pools:
+            in_use.difference_update(by_pool.pop(pool, ()))
+        for key in state.in_use:
+            if (key[0], key[1]) in pools:
+                in_use.add(key)
+                by_pool.setdefault((key[0], key[1]), set()).add(key)
         consumed = self.allocated.consumed
         for key in [key for key in consumed if (key[0], key[1]) in pools]:
             del consumed[key]
@@ -185,8 +195,8 @@ class Cluster:
             for resource_slice in self.inventory.by_pool.get(pool, ()):
                 affected.update(device.uid for device in resource_slice.devices)
         self._busy.difference_update(affected)
-        for key in in_use:
-            if (key[0], key[1]) in pools:
+        for pool in pools:
+            for key in by_pool.get(pool, ()):
                 self._busy.update(self._uids_by_key.get(key, ()))
         for matches in self._matches.values():
             if matches.free is not None:
