@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from django.db import connection, models
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 if TYPE_CHECKING:
@@ -44,6 +45,22 @@ def _column(meta: Options[Any], name: str) -> str:
     column = _field(meta, name).column
     assert column is not None
     return column
+
+
+# The raw connections (a session each) whose staging tables exist: a temporary table lives
+# as long as its session, so it is created once per connection, not once per batch. Noted
+# when the creating transaction commits (a rollback drops it again).
+_STAGED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _ensure_stage(cursor: Any, stage: str, shape: str) -> None:
+    raw = connection.connection
+    if stage in _STAGED.get(raw, ()):
+        return
+    cursor.execute(
+        f"CREATE TEMPORARY TABLE IF NOT EXISTS {stage} ON COMMIT DELETE ROWS AS {shape}"  # noqa: S608
+    )
+    transaction.on_commit(lambda: _STAGED.setdefault(raw, set()).add(stage))
 
 
 class BulkWriter:
@@ -122,16 +139,14 @@ class BulkWriter:
         stage = quote(f"mirror_stage_{meta.db_table}")
         table = quote(meta.db_table)
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"CREATE TEMPORARY TABLE IF NOT EXISTS {stage} ON COMMIT DELETE ROWS AS "  # noqa: S608
-                f"SELECT {columns} FROM {table} WITH NO DATA"
-            )
+            _ensure_stage(cursor, stage, f"SELECT {columns} FROM {table} WITH NO DATA")  # noqa: S608
             self._copy(model, f"mirror_stage_{meta.db_table}", names, rows)
+            # Emptied by the statement that moves its rows: one round trip, not two.
             cursor.execute(
-                f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {stage} "  # noqa: S608
+                f"WITH staged AS (DELETE FROM {stage} RETURNING {columns}) "  # noqa: S608
+                f"INSERT INTO {table} ({columns}) SELECT {columns} FROM staged "
                 f"ON CONFLICT {on_conflict}"
             )
-            cursor.execute(f"DELETE FROM {stage}")  # noqa: S608
 
     def _copy(
         self, model: type[models.Model], table: str, names: list[str], rows: list[dict]
