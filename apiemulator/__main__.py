@@ -50,6 +50,13 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds between garbage-collector passes (deletes objects whose owners are "
         "gone; 0 turns it off)",
     )
+    parser.add_argument(
+        "--history-window",
+        type=float,
+        default=300.0,
+        help="seconds of watch history kept, as etcd's compaction keeps it (300, the real "
+        "default; 0 keeps history until a test compacts it)",
+    )
     parser.add_argument("--verbose", action="store_true", help="log every request")
     args = parser.parse_args(argv)
 
@@ -61,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         initial_resource_version=args.initial_resource_version,
         cluster_uid=args.cluster_uid,
         garbage_collection_interval=args.gc_interval or None,
+        history_window=args.history_window or None,
         verbose=args.verbose,
     )
     loaded = emulator.load_files(*args.fixtures) if args.fixtures else 0

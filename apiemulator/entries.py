@@ -4,8 +4,9 @@ page, and the helpers that build them."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,9 +43,9 @@ class Entry:
     def build(cls, resource: Resource, obj: dict[str, Any], rv: int) -> Entry:
         meta = obj["metadata"]
         meta["resourceVersion"] = str(rv)
-        for field in _OMITTED_WHEN_EMPTY:  # Go's `omitempty`: an empty map or list is not kept
-            if field in meta and not meta[field]:
-                del meta[field]
+        for key in _OMITTED_WHEN_EMPTY:  # Go's `omitempty`: an empty map or list is not kept
+            if key in meta and not meta[key]:
+                del meta[key]
         return cls(resource, obj, dumps(obj), rv)
 
     @property
@@ -67,6 +68,7 @@ class Event:
     type: str  # ADDED | MODIFIED | DELETED
     entry: Entry
     prev: Entry | None  # the version before this event (None for ADDED)
+    at: float = field(default_factory=time.monotonic)  # when it happened (compaction by age)
 
 
 @dataclass(slots=True)

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import copy
 import json
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -211,6 +213,23 @@ class History:
     def _next_rv(self) -> int:
         self.rv += 1
         return self.rv
+
+    def compact_older_than(self, seconds: float) -> int:
+        """Forget the events that happened more than ``seconds`` ago, as kube-apiserver's
+        periodic etcd compaction does: a watch, an exact list or a continue token from before
+        the oldest event kept gets 410. Returns the compacted resourceVersion."""
+        with self.cond:
+            cutoff = time.monotonic() - seconds
+            # Events are logged in time order: find the first one young enough to keep.
+            drop = bisect.bisect_left(self.log, cutoff, key=lambda event: event.at)
+            if drop:
+                del self.log[:drop]
+                self.first_rv += drop
+                self.compacted_rv = self.first_rv - 1
+                for key in [key for key in self._snapshots if key[-1] < self.compacted_rv]:
+                    del self._snapshots[key]
+                self.cond.notify_all()
+            return self.compacted_rv
 
     def compact(self) -> int:
         """Forget all history: watches and continue tokens older than now get 410."""

@@ -28,6 +28,9 @@ from .store import Store
 
 __all__ = ["Emulator", "Fault", "ServingCertificate"]
 
+# kube-apiserver compacts etcd every 5 minutes (--etcd-compaction-interval): the watch
+# history a client can resume from is about that long.
+DEFAULT_HISTORY_WINDOW = 300.0
 _SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -51,6 +54,7 @@ class Emulator:
         initial_resource_version: int = 0,
         cluster_uid: str | None = None,
         garbage_collection_interval: float | None = 2.0,
+        history_window: float | None = DEFAULT_HISTORY_WINDOW,
         tls: ServingCertificate | None = None,
         tokens: Iterable[str] | None = None,
         verbose: bool = False,
@@ -63,6 +67,10 @@ class Emulator:
         ``garbage_collection_interval``: seconds between passes of the garbage collector that
         deletes objects whose owners are gone, as kube-controller-manager's does within
         seconds (``None``: never; ``collect_garbage()`` runs one pass on demand).
+        ``history_window``: seconds of watch history kept, as kube-apiserver's etcd
+        compaction (every 5 minutes by default) keeps: a watch, exact list or continue token
+        from a resourceVersion older than that answers 410 (``None``: history is kept until
+        ``history_limit`` events or a test's ``compact()``).
         ``tls``: serve HTTPS with this certificate; ``tokens``: the bearer tokens it accepts
         (``None``: every request is served; see ``apiemulator.credentials``)."""
         self.host = host
@@ -81,6 +89,7 @@ class Emulator:
         self._server: Server | None = None
         self._thread: threading.Thread | None = None
         self.garbage_collection_interval = garbage_collection_interval
+        self.history_window = history_window
         self._collector: threading.Thread | None = None
         self._stopping = threading.Event()
         self.store = self._new_store(initial_resource_version, cluster_uid)
@@ -146,10 +155,10 @@ class Emulator:
                 daemon=True,
             )
             self._thread.start()
-            if self.garbage_collection_interval is not None:
+            if self.garbage_collection_interval is not None or self.history_window is not None:
                 self._stopping.clear()
                 self._collector = threading.Thread(
-                    target=self._collect_garbage_forever,
+                    target=self._maintain_forever,
                     name=f"apiemulator-gc:{self.port}",
                     daemon=True,
                 )
@@ -160,10 +169,19 @@ class Emulator:
         """One garbage-collection pass now: ``(kind, namespace, name)`` of what it deleted."""
         return self.store.collect_garbage()
 
-    def _collect_garbage_forever(self) -> None:
-        interval = max(float(self.garbage_collection_interval or 0), 0.05)
-        while not self._stopping.wait(interval):
-            self.collect_garbage()
+    def _maintain_forever(self) -> None:
+        """What the control plane does in the background: garbage collection every
+        ``garbage_collection_interval`` seconds, compaction of history older than
+        ``history_window`` (checked every second: what it drops is at most a second late)."""
+        collect = self.garbage_collection_interval
+        tick = min(max(float(collect), 0.05), 1.0) if collect is not None else 1.0
+        next_collection = time.monotonic() + (collect or 0)
+        while not self._stopping.wait(tick):
+            if collect is not None and time.monotonic() >= next_collection:
+                self.collect_garbage()
+                next_collection = time.monotonic() + max(float(collect), 0.05)
+            if self.history_window is not None:
+                self.store.compact_older_than(self.history_window)
 
     def stop(self) -> None:
         """Stop serving: end every watch stream, close connections, join handler threads."""

@@ -211,3 +211,57 @@ def test_an_api_server_that_goes_away_refuses_connections_then_comes_back_with_i
         assert [e["object"]["metadata"]["name"] for e in events if e["type"] == "ADDED"] == [
             "after"
         ]
+
+
+def test_history_older_than_the_window_is_compacted_as_etcd_compacts_it() -> None:
+    """A watch or a continue token from before the window answers 410 within about a second
+    of leaving it; a watch from inside the window is served (issue 26, item 11)."""
+    with (
+        Emulator(port=0, bookmark_interval=0.2, history_window=1.0) as emulator,
+        Cluster(ClusterConfig(server=emulator.url, read_timeout=5)) as client,
+    ):
+        old = client.create(Kind.RESOURCE_CLAIMS, claim("old"))["metadata"]["resourceVersion"]
+        client.create(Kind.RESOURCE_CLAIMS, claim("other"))
+        page = client.list_page(Kind.RESOURCE_CLAIMS, limit=1)
+        token = page["metadata"]["continue"]
+        assert token
+        # A change after the list: compaction past it leaves the token's version behind.
+        later = client.create(Kind.RESOURCE_CLAIMS, claim("later"))["metadata"]
+        deadline = time.monotonic() + 10
+        while emulator.store.compacted_rv < int(later["resourceVersion"]):
+            assert time.monotonic() < deadline, "nothing compacted in 10 s"
+            time.sleep(0.1)
+        recent = client.create(Kind.RESOURCE_CLAIMS, claim("recent"))["metadata"]
+        with pytest.raises(Gone) as caught:
+            next(client.watch(Kind.RESOURCE_CLAIMS, resource_version=old, timeout_seconds=1))
+        assert caught.value.code == 410
+        assert caught.value.message.startswith(f"too old resource version: {old} (")
+        code, status = fetch(emulator, f"{CLAIMS}?limit=1&continue={token}")
+        assert code == 410 and status["reason"] == "Expired"
+        # From inside the window: the watch is served (a bookmark at least).
+        served = list(
+            client.watch(
+                Kind.RESOURCE_CLAIMS,
+                resource_version=str(int(recent["resourceVersion"]) - 1),
+                timeout_seconds=1,
+            )
+        )
+        assert any(e["type"] == "ADDED" for e in served)
+
+
+def test_compaction_by_age_keeps_what_is_younger_and_no_window_keeps_everything() -> None:
+    emulator = Emulator(port=0, history_window=None)
+    store = emulator.store
+    for name in ("a", "b", "c"):
+        store.create(emulator_resource(), "default", claim(name))
+    kept = len(store.log)
+    assert store.compact_older_than(3600) == store.compacted_rv
+    assert len(store.log) == kept  # nothing an hour old
+    store.compact_older_than(0)
+    assert store.log == [] and store.compacted_rv == store.rv
+
+
+def emulator_resource() -> Any:
+    from apiemulator.resources import by_kind
+
+    return by_kind["ResourceClaim"]
