@@ -60,6 +60,12 @@ class Features:
         return self.version <= (1, 34)
 
     @property
+    def strict_url_host_colons(self) -> bool:
+        """Built with Go 1.26 or newer (Kubernetes 1.36 on), whose ``net/url`` refuses a
+        colon in a host other than the port's (``dra.cel.gourl``)."""
+        return self.version >= (1, 36)
+
+    @property
     def variant(self) -> Variant:
         """Which of upstream's three allocator implementations 1.34 would pick.
 

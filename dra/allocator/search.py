@@ -122,7 +122,12 @@ class CaseData:
         cached = self.inputs.get(device.uid)
         if cached is None:
             expose = self.features.variant == "experimental"
-            cached = device_input(device, resource_slice.driver, expose)
+            cached = device_input(
+                device,
+                resource_slice.driver,
+                expose,
+                strict_host_colons=self.features.strict_url_host_colons,
+            )
             self.inputs[device.uid] = cached
         return cached
 

@@ -28,6 +28,8 @@ class DeviceInput:
     cel_capacity: dict[str, dict[str, Any]] = field(default_factory=dict)
     _content_key: tuple[Any, ...] | None = None
     memo: dict[str, bool | str] = field(default_factory=dict)  # expression → result
+    # Go's URL rules of the Kubernetes version evaluated for (``dra.cel.gourl.url_rules``).
+    strict_host_colons: bool = True
 
     def content_key(self) -> tuple[Any, ...]:
         """Everything a selector could observe, for expressions read as a whole."""
@@ -41,7 +43,13 @@ class DeviceInput:
         return self._content_key
 
 
-def device_input(device: Device, driver: str, expose_multiple_allocations: bool) -> DeviceInput:
+def device_input(
+    device: Device,
+    driver: str,
+    expose_multiple_allocations: bool,
+    *,
+    strict_host_colons: bool = True,
+) -> DeviceInput:
     """Group a device's attributes and capacity by domain (unqualified names → the driver's)."""
     attributes: dict[str, dict[str, AttributeValue]] = {}
     cel_attributes: dict[str, dict[str, Any]] = {}
@@ -67,7 +75,14 @@ def device_input(device: Device, driver: str, expose_multiple_allocations: bool)
         cel_capacity.setdefault(domain, {})[identifier] = quantity_value(device_capacity.value)
     allow_multiple = bool(device.allow_multiple_allocations) and expose_multiple_allocations
     return DeviceInput(
-        driver, attributes, capacity, allow_multiple, conversion_error, cel_attributes, cel_capacity
+        driver,
+        attributes,
+        capacity,
+        allow_multiple,
+        conversion_error,
+        cel_attributes,
+        cel_capacity,
+        strict_host_colons=strict_host_colons,
     )
 
 

@@ -4,16 +4,42 @@ validity, ``Parse`` gives the value, ``URL.String()`` its identity, and the acce
 
 Followed: the newest net/url, whose rules Kubernetes 1.34–1.36 builds get with their Go patch
 releases (a host's IP-literal must be a bracketed IPv6 address; at most 10,000 query
-parameters are parsed, more give an empty query).
+parameters are parsed, more give an empty query), except one rule that follows the Go release
+each Kubernetes minor is built with: Go 1.26 (Kubernetes 1.36) refuses a colon in a host
+other than the one before its port (``http://x:8080:90/``, ``http://::1/``: "invalid port
+":8080:90" after host"), where Go 1.24 and 1.25 (Kubernetes 1.34, 1.35) read the last colon
+as the port's. :func:`url_rules` chooses; the newest is the default.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from dra.cel.goaddr import HEX_DIGITS, GoParseError, go_quote, parse_address
 
-__all__ = ["URL", "parse_query", "parse_url"]
+__all__ = ["URL", "parse_query", "parse_url", "strict_host_colons", "url_rules"]
+
+# Go 1.26's rule for colons in a host (see the module docstring); per evaluation.
+_STRICT_HOST_COLONS: ContextVar[bool] = ContextVar("strict_host_colons", default=True)
+
+
+def strict_host_colons() -> bool:
+    """Whether the rules in force are Go 1.26's (only the port's colon in a host)."""
+    return _STRICT_HOST_COLONS.get()
+
+
+@contextlib.contextmanager
+def url_rules(strict_host_colons: bool) -> Iterator[None]:
+    """Parse with Go 1.26's host rule (True) or Go 1.25's and older (False) meanwhile."""
+    token = _STRICT_HOST_COLONS.set(strict_host_colons)
+    try:
+        yield
+    finally:
+        _STRICT_HOST_COLONS.reset(token)
+
 
 _PATH, _PATH_SEGMENT, _HOST, _ZONE, _USER_PASSWORD, _QUERY_COMPONENT, _FRAGMENT = range(1, 8)
 _QUERY_PARAMETER_LIMIT = 10_000
@@ -247,7 +273,7 @@ def _parse_host(host: bytes) -> bytes:
         if address.bits == 32:
             raise GoParseError("invalid IP-literal")
         return b"[" + name + b"]" + colon_port
-    colon = host.rfind(b":")
+    colon = host.find(b":") if _STRICT_HOST_COLONS.get() else host.rfind(b":")
     if colon != -1 and not _valid_optional_port(host[colon:]):
         raise GoParseError(f"invalid port {go_quote(_text(host[colon:]))} after host")
     return _unescape(host, _HOST)

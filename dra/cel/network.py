@@ -42,7 +42,7 @@ from typing import Any
 from dra.cel.costs import Edit
 from dra.cel.errors import CelRuntimeError
 from dra.cel.goaddr import Address, GoParseError, Prefix, go_quote, parse_address, parse_prefix
-from dra.cel.gourl import URL, parse_query, parse_url
+from dra.cel.gourl import URL, parse_query, parse_url, strict_host_colons
 from dra.cel.syntax import Call, Ident, Literal, Node, Select, children
 
 __all__ = [
@@ -227,9 +227,13 @@ def is_url(text: str) -> bool:
     return True
 
 
-@lru_cache(maxsize=4096)
 def _stored_url_value(serialized: str) -> URL:
-    # URL.String() parses back to the same accessors' results.
+    return _parsed_url_value(serialized, strict_host_colons())
+
+
+@lru_cache(maxsize=4096)
+def _parsed_url_value(serialized: str, strict: bool) -> URL:
+    # URL.String() parses back to the same accessors' results (under the same Go rules).
     return parse_url(serialized, request_uri=False)
 
 

@@ -23,6 +23,7 @@ from dra.cel.environment import (
     semver_literal,
 )
 from dra.cel.errors import CelCompileError, CelRuntimeError
+from dra.cel.gourl import url_rules
 from dra.cel.lists import RENAMED
 from dra.cel.network import STRING_ALIAS, uses_network
 from dra.cel.reads import SelectorReads, UnknownDeviceField, UnknownFunction, analyze
@@ -37,7 +38,7 @@ _SEMVER_KEY = 0
 
 # --- compiled selectors ------------------------------------------------------------------------
 
-_results: dict[tuple[str, tuple[Any, ...]], bool | str] = {}
+_results: dict[tuple[str, bool, tuple[Any, ...]], bool | str] = {}
 
 
 def _runtime_message(message: str) -> str:
@@ -80,10 +81,15 @@ class CompiledSelector:
                 raise self.error
             if device.conversion_error is not None:
                 raise CelRuntimeError(device.conversion_error)
-            key = (self.expression, tuple([getter(device) for getter in self.getters]))
+            key = (
+                self.expression,
+                device.strict_host_colons,
+                tuple([getter(device) for getter in self.getters]),
+            )
             cached = _results.get(key)
             if cached is None:
-                cached = self._evaluate(device)
+                with url_rules(device.strict_host_colons):
+                    cached = self._evaluate(device)
                 if len(_results) >= _RESULT_CACHE_LIMIT:
                     _results.clear()
                 _results[key] = cached

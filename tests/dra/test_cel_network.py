@@ -266,8 +266,10 @@ def test_the_network_libraries_evaluate_like_kubernetes(expression):
         ),
         (
             'url("https://a:b:c/").getHost() == ""',
+            # Go 1.26's text (Kubernetes 1.36, the default rules): the first colon starts the
+            # port; Go 1.25 and older said ":c" (the last one).
             'URL parse error during conversion from string: parse "https://a:b:c/": invalid '
-            'port ":c" after host',
+            'port ":b:c" after host',
         ),
         (
             'url("../relative-path").getHost() == ""',
@@ -416,3 +418,47 @@ def test_a_network_call_is_charged_once_by_the_meter(function):
     with_call = cost_spent()
     compile_selector(f'[1].all(i, "{text}".startsWith("y") || true)').matches(DEVICE)
     assert with_call <= cost_spent() + 1
+
+
+def _device_for(strict: bool):
+    return device_input(
+        Device(name="d", attributes={"endpoint": ("string", "http://x:8080:90/")}, capacity={}),
+        "gpu.example.com",
+        True,
+        strict_host_colons=strict,
+    )
+
+
+@pytest.mark.parametrize(
+    ("expression", "go_1_25", "go_1_26"),
+    [
+        ('isURL("http://x:8080:90/")', True, False),
+        ('isURL("http://::1/")', True, False),
+        (f"isURL({A}.endpoint)", True, False),
+        ('isURL("http://[::1]:80/") && isURL("http://x:80/")', True, True),
+        ('url("http://x:8080:90/").getPort() == "90"', True, 'invalid port ":8080:90" after host'),
+        ('url("http://x:8080:90/").getHostname() == "x:8080"', True, "invalid port"),
+    ],
+)
+def test_urls_follow_the_go_release_each_kubernetes_version_is_built_with(
+    expression, go_1_25, go_1_26
+):
+    """Go 1.26 (Kubernetes 1.36) refuses a colon in a host other than the port's; 1.34 and
+    1.35 (Go 1.24, 1.25) take the last colon for the port's (issue 26, item 6)."""
+    for strict, expected in ((False, go_1_25), (True, go_1_26)):
+        selector = compile_selector(expression)
+        if isinstance(expected, str):
+            with pytest.raises(CelRuntimeError, match=re.escape(expected)):
+                selector.matches(_device_for(strict))
+        else:
+            assert selector.matches(_device_for(strict)) is expected, (strict, expression)
+
+
+@pytest.mark.parametrize(
+    ("version", "status"), [("1.34", "allocated"), ("1.35", "allocated"), ("1.36", "unsatisfiable")]
+)
+def test_the_allocator_evaluates_urls_with_its_versions_go_rules(version, status):
+    from .cases import claim, request, run
+
+    claims = [claim(requests=[request(selectors=['isURL("http://x:8080:90/")'])])]
+    assert run(claims=claims, version=version)["status"] == status
