@@ -60,6 +60,18 @@ class Features:
         return self.version <= (1, 34)
 
     @property
+    def distinct_attribute(self) -> bool:
+        """Whether the implementation upstream picks knows ``distinctAttribute`` constraints
+        (without, a claim naming one is an error: "empty constraint"). In 1.34 only the
+        experimental one does. From 1.35 the incubating and experimental ones do, but the
+        stable one, picked whenever neither consumable capacity nor binding conditions with
+        device status is on (its features: admin access, prioritized lists, partitionable
+        devices, taints), does not."""
+        if self.is_1_34:
+            return self.variant == "experimental"
+        return self.consumable_capacity or self.binding_and_status
+
+    @property
     def strict_url_host_colons(self) -> bool:
         """Built with Go 1.26 or newer (Kubernetes 1.36 on), whose ``net/url`` refuses a
         colon in a host other than the port's (``dra.cel.gourl``)."""

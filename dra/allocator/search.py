@@ -439,9 +439,7 @@ class NodeAllocation:
             for number, constraint in enumerate(claim.constraints):
                 if constraint.match_attribute:
                     constraints.append(MatchAttribute(constraint, constraint.match_attribute))
-                elif constraint.distinct_attribute and (
-                    not features.is_1_34 or features.variant == "experimental"
-                ):
+                elif constraint.distinct_attribute and features.distinct_attribute:
                     constraints.append(
                         DistinctAttribute(constraint, constraint.distinct_attribute, features)
                     )

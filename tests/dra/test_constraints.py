@@ -134,3 +134,40 @@ def test_a_constraint_rejecting_a_device_in_all_mode_is_an_error():
         "cannot add device gpu.example.com/pool-1/gpu-1 because a claim constraint "
         "would not be satisfied" in output["error"]
     )
+
+
+STABLE_1_35 = {  # what upstream's stable implementation supports from 1.35 on
+    "adminAccess": True,
+    "prioritizedList": True,
+    "partitionableDevices": True,
+    "deviceTaints": True,
+}
+
+
+@pytest.mark.parametrize("version", ["1.35", "1.36"])
+@pytest.mark.parametrize(
+    ("extra", "status"),
+    [
+        ({}, "error"),
+        ({"deviceBinding": True}, "error"),  # binding conditions need device status too
+        ({"consumableCapacity": True}, "allocated"),
+        ({"deviceBinding": True, "deviceStatus": True}, "allocated"),
+    ],
+)
+def test_distinct_attribute_is_an_empty_constraint_where_upstream_picks_its_stable_allocator(
+    version, extra, status
+):
+    """From 1.35 upstream picks its stable implementation unless consumable capacity or
+    binding conditions with device status are on, and stable has no distinctAttribute
+    (issue 26, item 2)."""
+    claims = [
+        claim(requests=[request("a"), request("b")], constraints=[{"distinctAttribute": ROOT}])
+    ]
+    output = run(
+        claims=claims, slices=gpus("x", "y"), features={**STABLE_1_35, **extra}, version=version
+    )
+    assert output["status"] == status
+    if status == "error":
+        assert output["error"].endswith(
+            "constraint #0: empty constraint (unsupported constraint type?)"
+        )
