@@ -64,20 +64,16 @@ class DistinctAttribute(ClaimConstraint):
     """Covered devices must have pairwise different values (version-dependent bookkeeping).
 
     1.34 compared attribute *pointers*, so only the very same device object counted as a
-    duplicate; 1.35 compares values but remembers one value per request name (the last device
-    of a request replaces the earlier one); 1.36 keeps every covered device's value.
+    duplicate. 1.35 and 1.36 compare values but remember one value per request name
+    (upstream's ``constraint.go`` keys them by request): the last device of a request replaces
+    the earlier one, and taking a device back forgets the request's value, so two devices of
+    one request may share a value.
     """
 
     def __init__(self, constraint: Constraint, attribute: str, features: Features) -> None:
         super().__init__(constraint, attribute)
         self.version = features.version
         self.by_request: dict[str, tuple[AttributeValue, int]] = {}
-        self.stack: list[tuple[AttributeValue, int]] = []
-
-    def _recorded(self) -> list[tuple[AttributeValue, int]]:
-        if self.version >= (1, 36):
-            return self.stack
-        return list(self.by_request.values())
 
     def add(self, request: str, subrequest: str | None, device: Device, driver: str) -> bool:
         if not self.covers(request, subrequest):
@@ -85,23 +81,17 @@ class DistinctAttribute(ClaimConstraint):
         value = device.attribute(self.attribute, driver)
         if value is None:
             return False
-        for recorded, device_uid in self._recorded():
+        for recorded, device_uid in self.by_request.values():
             if self.version <= (1, 34):
                 if device_uid == device.uid:
                     return False
                 continue
             if value[0] not in _SCALARS or value == recorded:
                 return False
-        if self.version >= (1, 36):
-            self.stack.append((value, device.uid))
-        else:
-            self.by_request[request] = (value, device.uid)
+        self.by_request[request] = (value, device.uid)
         return True
 
     def remove(self, request: str, subrequest: str | None, device: Device, driver: str) -> None:
         if not self.covers(request, subrequest):
             return
-        if self.version >= (1, 36):
-            self.stack.pop()
-        else:
-            self.by_request.pop(request, None)
+        self.by_request.pop(request, None)

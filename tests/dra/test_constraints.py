@@ -171,3 +171,22 @@ def test_distinct_attribute_is_an_empty_constraint_where_upstream_picks_its_stab
         assert output["error"].endswith(
             "constraint #0: empty constraint (unsupported constraint type?)"
         )
+
+
+@pytest.mark.parametrize("version", ["1.35", "1.36"])
+def test_distinct_attribute_remembers_the_last_device_of_each_request_only(version):
+    """Upstream keeps one value per request name (issue 26, item 3): a request's third device
+    is compared with its second only, so x, y, x passes; a device taken back forgets its
+    request's value."""
+    claims = [claim(requests=[request("a", count=3)], constraints=[{"distinctAttribute": ROOT}])]
+    output = run(claims=claims, slices=gpus("x", "y", "x"), version=version)
+    assert devices_of(output) == ["gpu-0", "gpu-1", "gpu-2"]
+    # Across requests the last values still count: b's device must differ from a's last.
+    claims = [
+        claim(
+            requests=[request("a", count=2), request("b")],
+            constraints=[{"distinctAttribute": ROOT}],
+        )
+    ]
+    output = run(claims=claims, slices=gpus("x", "y", "y", "x"), version=version)
+    assert devices_of(output) == ["gpu-0", "gpu-1", "gpu-3"]
