@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .admission import Admission
+from .defaults import apply_defaults
 from .entries import (
     Entry,
     Event,
@@ -97,6 +98,7 @@ class Store(Admission, Garbage):
     ) -> Entry:
         """Store a new object. ``admit=False`` (loading) skips quota admission."""
         obj = body_without_type(resource, body, "")
+        apply_defaults(resource.kind, obj)
         meta = obj["metadata"]
         if not meta.get("name") and meta.get("generateName"):
             suffix = "".join(random.choices(_SUFFIX_CHARS, k=5))
@@ -214,6 +216,8 @@ class Store(Admission, Garbage):
         """Store `new` in place of `old` (lock held), keeping what the server owns."""
         resource = old.resource
         name = old.key[1]
+        if subresource is None:
+            apply_defaults(resource.kind, new)
         meta = new.get("metadata")
         if not isinstance(meta, dict):
             raise ApiError.invalid(resource.kind, name, "metadata must be an object")

@@ -52,7 +52,12 @@ def test_it_round_trips_every_kind(cluster: Cluster, kind: Kind) -> None:
     namespace = body["metadata"].get("namespace")
     fetched = cluster.get(kind, body["metadata"]["name"], namespace)
 
-    assert all(fetched["spec"].get(key) == value for key, value in body["spec"].items())
+    expected = body["spec"]
+    if kind in (Kind.RESOURCE_CLAIMS, Kind.RESOURCE_CLAIM_TEMPLATES):  # with the defaults
+        request = {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 1}
+        devices = {"devices": {"requests": [{"name": "gpu", "exactly": request}]}}
+        expected = devices if kind == Kind.RESOURCE_CLAIMS else {"spec": devices}
+    assert all(fetched["spec"].get(key) == value for key, value in expected.items())
     assert fetched["kind"] and fetched["apiVersion"]
     assert fetched["metadata"]["uid"] == created["metadata"]["uid"]
     assert int(fetched["metadata"]["resourceVersion"]) > 0
@@ -391,3 +396,39 @@ def test_find_answers_the_object_or_none(cluster: Cluster) -> None:
     found = cluster.find(Kind.RESOURCE_CLAIMS, "gpu-claim", "default")
     assert found is not None
     assert found["metadata"]["uid"] == created["metadata"]["uid"]
+
+
+def test_the_dra_defaults_are_filled_in_as_kube_apiserver_fills_them(cluster: Cluster) -> None:
+    """Issue 26, item 12: ``allocationMode`` ExactCount and ``count`` 1, in requests and
+    subrequests, on create and on update; ``All`` gets no count; a toleration's operator
+    Equal. An update that leaves them out is not a change of the immutable spec."""
+    spec = {
+        "devices": {
+            "requests": [
+                {"name": "a", "exactly": {"deviceClassName": "gpu", "tolerations": [{"key": "k"}]}},
+                {"name": "b", "exactly": {"deviceClassName": "gpu", "allocationMode": "All"}},
+                {"name": "c", "exactly": {"deviceClassName": "gpu", "count": 3}},
+                {"name": "d", "firstAvailable": [{"name": "x", "deviceClassName": "gpu"}]},
+            ]
+        }
+    }
+    body = {"metadata": {"name": "defaults", "namespace": "default"}, "spec": spec}
+    created = cluster.create(Kind.RESOURCE_CLAIMS, body)
+    requests = created["spec"]["devices"]["requests"]
+    assert requests[0]["exactly"]["allocationMode"] == "ExactCount"
+    assert requests[0]["exactly"]["count"] == 1
+    assert requests[0]["exactly"]["tolerations"] == [{"key": "k", "operator": "Equal"}]
+    assert requests[1]["exactly"] == {"deviceClassName": "gpu", "allocationMode": "All"}
+    assert requests[2]["exactly"]["count"] == 3
+    assert requests[3]["firstAvailable"][0] == {
+        "name": "x",
+        "deviceClassName": "gpu",
+        "allocationMode": "ExactCount",
+        "count": 1,
+    }
+    # The same spec without its defaults, sent again with a label: not a spec change.
+    body["metadata"]["labels"] = {"seen": "yes"}
+    body["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"]
+    updated = cluster.replace(Kind.RESOURCE_CLAIMS, body)
+    assert updated["metadata"]["labels"] == {"seen": "yes"}
+    assert updated["spec"] == created["spec"]

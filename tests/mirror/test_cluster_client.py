@@ -44,6 +44,9 @@ FUTURE_CLAIM: dict[str, Any] = {
                         "deviceClassName": "gpu.nvidia.com",
                         "capacity": {"requests": {"memory": "10Gi"}},
                         "tolerations": [{"key": "maintenance", "operator": "Exists"}],
+                        # What the API server would fill in anyway (as its defaults).
+                        "allocationMode": "ExactCount",
+                        "count": 1,
                     },
                 }
             ],
