@@ -28,6 +28,7 @@ for prefix, viewset, basename in [*DEVICE_ROUTES, *CLAIM_ROUTES, *MIRROR_ROUTES]
 
 urlpatterns = [
     path("me/", views.CurrentUserView.as_view(), name="me"),
+    path("configuration/", views.ConfigurationView.as_view(), name="configuration"),
     *CLAIM_PATHS,
     *DEVICE_PATHS,
     path("", include(router.urls)),

@@ -241,3 +241,41 @@ class MemberAddSerializer(serializers.Serializer):
 
 class MemberRoleSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=Membership.Role.choices)
+
+
+class ConfigurationInputSerializer(serializers.Serializer):
+    """The body of a configuration apply: the document and how to apply it. Refuses fields it
+    does not know."""
+
+    document = serializers.JSONField(
+        help_text="The configuration document (apiVersion dra-portal/v1, kind "
+        "PortalConfiguration, tenants), as JSON."
+    )
+    prune = serializers.BooleanField(
+        default=False,
+        help_text="Also remove tenants, namespaces, members and quotas the document does not name.",
+    )
+    dry_run = serializers.BooleanField(
+        default=False, help_text="Plan only: answer what would change and change nothing."
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = set(self.initial_data) - set(self.fields)
+        if unknown:
+            raise serializers.ValidationError({key: ["Unknown field."] for key in sorted(unknown)})
+        return attrs
+
+
+class ConfigurationChangeSerializer(serializers.Serializer):
+    op = serializers.ChoiceField(choices=["create", "update", "delete"])
+    kind = serializers.ChoiceField(choices=["tenant", "namespace", "member", "quota"])
+    tenant = serializers.CharField()
+    name = serializers.CharField()
+    values = serializers.DictField(
+        help_text="Each changed field's before and after.", child=serializers.DictField()
+    )
+
+
+class ConfigurationOutcomeSerializer(serializers.Serializer):
+    applied = serializers.BooleanField(help_text="False for a dry run or when nothing changed.")
+    changes = ConfigurationChangeSerializer(many=True)

@@ -10,15 +10,16 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
     extend_schema,
     extend_schema_view,
 )
-from rest_framework import mixins, status, viewsets
+from rest_framework import exceptions, mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
@@ -27,6 +28,8 @@ from rest_framework.views import APIView
 from portal.access import get_tenant_for_user
 from portal.api.serializers import (
     AuditEventSerializer,
+    ConfigurationInputSerializer,
+    ConfigurationOutcomeSerializer,
     CurrentUserSerializer,
     MemberAddSerializer,
     MemberRoleSerializer,
@@ -36,11 +39,18 @@ from portal.api.serializers import (
 )
 from portal.filtersets import AuditEventFilterSet, QuotaFilterSet, TenantFilterSet
 from portal.models import AuditEvent, Membership, Quota, Tenant
+from portal.services import configuration
 from portal.services import tenants as tenant_services
 from toolkit.api.errors import Conflict
 from toolkit.api.permissions import ReadForMembersWriteForStaff
 
-__all__ = ["AuditEventViewSet", "CurrentUserView", "QuotaViewSet", "TenantViewSet"]
+__all__ = [
+    "AuditEventViewSet",
+    "ConfigurationView",
+    "CurrentUserView",
+    "QuotaViewSet",
+    "TenantViewSet",
+]
 
 
 class CurrentUserView(APIView):
@@ -264,3 +274,64 @@ class AuditEventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
 
     def get_queryset(self) -> QuerySet[AuditEvent]:
         return AuditEvent.objects.visible_to(self.request.user).select_related("tenant")
+
+
+class ConfigurationView(APIView):
+    """Configuration as code (``portal.services.configuration``): the tenancy as one document,
+    read or applied whole. Portal admins only."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(
+        summary="The portal's tenancy as a configuration document",
+        description="Tenants with their namespaces, members (those the identity provider does "
+        "not manage) and quotas: a start for the file kept in git.",
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request: Request) -> Response:
+        return Response(configuration.current_configuration())
+
+    @extend_schema(
+        summary="Plan or apply a configuration document",
+        description="Applies the whole document in one transaction, audited (one "
+        "`configuration_applied` event plus each object's own), or with `dry_run` answers what "
+        "would change. Applying the same document again changes nothing. Removals only with "
+        "`prune`. A document with any problem is refused whole: 400 `invalid_configuration` "
+        "with every problem in `details.problems` (path and message).",
+        request=ConfigurationInputSerializer,
+        responses={
+            200: ConfigurationOutcomeSerializer,
+            400: OpenApiResponse(description="Refused."),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        body = ConfigurationInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            outcome = configuration.apply_configuration(
+                actor=request.user,
+                document=body.validated_data["document"],
+                prune=body.validated_data["prune"],
+                dry_run=body.validated_data["dry_run"],
+            )
+        except configuration.ConfigurationRefused as refused:
+            raise InvalidConfiguration(refused.problems) from refused
+        return Response(
+            ConfigurationOutcomeSerializer(
+                {"applied": outcome.applied, "changes": [c.as_dict() for c in outcome.changes]}
+            ).data
+        )
+
+
+class InvalidConfiguration(exceptions.APIException):
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_code = "invalid_configuration"
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        count = len(problems)
+        first = f"{problems[0][0]}: {problems[0][1]}" if problems[0][0] else problems[0][1]
+        super().__init__(
+            f"The configuration was refused whole ({count} problem{'s' if count > 1 else ''}; "
+            f"nothing changed). First: {first}"
+        )
+        self.details = {"problems": [{"path": path, "message": m} for path, m in problems]}

@@ -43,6 +43,7 @@ class AuditEvent(models.Model):
         RENEWAL_REQUESTED = "renewal_requested", "Lease renewal waits for approval"
         RENEWAL_EXPIRED = "renewal_expired", "Lease renewal not decided in time"
         SIGN_IN_LOCKED_OUT = "sign_in_locked_out", "Sign-in locked out"
+        CONFIGURATION_APPLIED = "configuration_applied", "Configuration applied"
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(
