@@ -9,10 +9,9 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from claims.access import get_claim_for_user
-from claims.capacity.index import index
 from claims.filtersets import IdleClaimFilterSet, ResourceClaimFilterSet
 from claims.models import AllocatedDevice, ClaimIdleness, ResourceClaim
-from claims.requests.preview import explain_spec, selector_hints
+from claims.requests.preview import why_pending
 from claims.tables import (
     IdleClaimTable,
     ResourceClaimTable,
@@ -23,7 +22,7 @@ from claims.tables import (
 from claims.usage.utilisation import claim_utilisation
 from devices.models import Pod
 from devices.views.devices import pretty_json
-from dra.model import InvalidObject, selector_expressions
+from dra.model import selector_expressions
 from toolkit.charts import time_range
 from toolkit.htmx import render_list, render_page, wants_fragment
 
@@ -111,31 +110,6 @@ def _requests(claim: ResourceClaim) -> list[dict[str, Any]]:
     return rows
 
 
-def _why_pending(claim: ResourceClaim) -> dict[str, Any] | None:
-    """For a claim that is not allocated: would the allocator place it now, and if not, the
-    explanation funnel (advice from the portal's index; the scheduler decides)."""
-    if claim.is_allocated or claim.is_deleting:
-        return None
-    try:
-        placement, explanations = explain_spec(claim.namespace, claim.name, claim.spec)
-    except InvalidObject as error:
-        return {"fits": False, "error": str(error), "explanations": []}
-    hints: list[str] = []
-    if placement.allocation is None:
-        for request in index().parse(claim.namespace, claim.name, claim.spec).requests:
-            options = [request.exactly] if request.exactly is not None else []
-            for option in (*options, *request.first_available):
-                selectors = tuple(s for s in option.selectors if s is not None)
-                hints += selector_hints(option.device_class_name, selectors)
-    return {
-        "fits": placement.allocation is not None,
-        "node": placement.node,
-        "error": placement.error,
-        "explanations": explanations,
-        "hints": list(dict.fromkeys(hints)),
-    }
-
-
 @login_required
 def resourceclaim_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
     claim = get_claim_for_user(request.user, namespace, name)
@@ -167,7 +141,7 @@ def resourceclaim_detail(request: HttpRequest, namespace: str, name: str) -> Htt
         if claim.allocation_node_selector
         else "",
         "raw_json": pretty_json(claim.raw),
-        "pending": _why_pending(claim),
+        "pending": why_pending(claim),
         "utilisation": claim_utilisation(claim, span=time_range(request.GET.get("range"))),
     }
     return render_page(request, "claims/resourceclaim_detail.html", "claim-status", context)

@@ -221,6 +221,17 @@ class ExplanationSerializer(serializers.Serializer):
     errors = serializers.ListField(child=serializers.CharField())  # type: ignore[assignment]
 
 
+class WhyPendingSerializer(serializers.Serializer):
+    pending = serializers.BooleanField(help_text="The claim waits for an allocation.")
+    fits = serializers.BooleanField(
+        required=False, help_text="The allocator would place it now (the scheduler decides)."
+    )
+    node = serializers.CharField(required=False, allow_null=True)
+    error = serializers.CharField(required=False, allow_null=True)
+    funnels = ExplanationSerializer(many=True, help_text="Why not: the funnel per (sub)request.")
+    hints = serializers.ListField(child=serializers.CharField(), required=False)
+
+
 class FitReportSerializer(serializers.Serializer):
     fits = serializers.BooleanField(help_text="Allocatable now and within the quota.")
     allocatable = serializers.BooleanField(help_text="The cluster has room for it now.")

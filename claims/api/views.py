@@ -44,11 +44,13 @@ from claims.api.serializers import (
     QuotaCheckSerializer,
     ResourceClaimSerializer,
     TenantUsageSerializer,
+    WhyPendingSerializer,
 )
 from claims.filtersets import ClaimRequestFilterSet, ResourceClaimFilterSet
 from claims.models import ClaimRequest, ResourceClaim, UsageRollup
 from claims.requests.approvals import approve_request, deny_request, may_decide
 from claims.requests.fit import would_it_fit
+from claims.requests.preview import why_pending
 from claims.requests.quota import quota_report
 from claims.requests.services import QuotaExceeded, release_request, renew_request, submit
 from claims.requests.specs import SpecErrors
@@ -117,6 +119,24 @@ class ResourceClaimViewSet(viewsets.ReadOnlyModelViewSet):
             lifetime_average=found.average if found else None,
             device_hours=found.device_hours if found else 0,
         )
+
+    @extend_schema(
+        summary="Why a claim is pending",
+        description=(
+            "For a claim that is not allocated: whether the allocator would place it now (node), "
+            "and if not, the funnel of devices left after each stage per (sub)request and hints "
+            "about its selectors. Advice from the portal's index: the scheduler decides. "
+            "`pending` is false (and the rest empty) for an allocated or deleting claim."
+        ),
+        responses=WhyPendingSerializer,
+    )
+    @action(detail=True, methods=["get"], url_path="why", pagination_class=None)
+    def why(self, request: Request, key: str) -> Response:
+        claim = self.get_object()
+        found = why_pending(claim)
+        answer = {"pending": found is not None, **(found or {})}
+        answer.setdefault("funnels", [])
+        return Response(WhyPendingSerializer(answer).data)
 
 
 # --- claim requests ------------------------------------------------------------------------------

@@ -22,10 +22,11 @@ from django.contrib.auth.models import AnonymousUser, User
 from claims.capacity.fragmentation_reads import fits_together
 from claims.capacity.index import index
 from claims.lifecycle.manifest import manifest_document
-from claims.models import ClaimRequest
+from claims.models import ClaimRequest, ResourceClaim
 from claims.requests.fit import would_it_fit
 from claims.requests.specs import PRESETS, ClaimInput, SpecErrors, resolve_preset
 from dra.cel import compile_selector
+from dra.model import InvalidObject
 from dra.quantity import QuantityError, parse_quantity
 from toolkit.durations import format_duration
 
@@ -37,6 +38,7 @@ __all__ = [
     "preset_availability",
     "preview",
     "to_yaml",
+    "why_pending",
 ]
 
 TOP_NODES = 5
@@ -323,3 +325,29 @@ def preview(user: User | AnonymousUser, claim: ClaimInput) -> Preview:
         {"driver": r["driver"], "pool": r["pool"], "device": r["device"]} for r in report.devices
     ]
     return result
+
+
+def why_pending(claim: ResourceClaim) -> dict[str, Any] | None:
+    """For a claim that is not allocated: would the allocator place it now, and if not, the
+    explanation funnel (advice from the portal's index; the scheduler decides)."""
+    if claim.is_allocated or claim.is_deleting:
+        return None
+    try:
+        placement, explanations = explain_spec(claim.namespace, claim.name, claim.spec)
+    except InvalidObject as error:
+        return {"fits": False, "node": None, "error": str(error), "explanations": [], "hints": []}
+    hints: list[str] = []
+    if placement.allocation is None:
+        for request in index().parse(claim.namespace, claim.name, claim.spec).requests:
+            options = [request.exactly] if request.exactly is not None else []
+            for option in (*options, *request.first_available):
+                selectors = tuple(s for s in option.selectors if s is not None)
+                hints += selector_hints(option.device_class_name, selectors)
+    return {
+        "fits": placement.allocation is not None,
+        "node": placement.node,
+        "error": placement.error,
+        "explanations": explanations,
+        "funnels": [explanation.to_json() for explanation in placement.explanations],
+        "hints": list(dict.fromkeys(hints)),
+    }

@@ -76,3 +76,17 @@ def test_a_claims_tenant_follows_its_namespace_between_tenants(
     )
     claim.refresh_from_db()
     assert claim.tenant == team_b
+
+
+def test_why_a_claim_is_pending_is_the_claim_pages_explanation(api_as, root, bob, mirrored_cluster):
+    body = api_as(root).get("/api/v1/resource-claims/gpu-memory/big-memory-gpu/why/").json()
+    assert body["pending"] is True
+    assert set(body) >= {"fits", "node", "error", "funnels", "hints"}
+    # The fixture has no free H100 with 80Gi for it: the funnel names the stage that stops it.
+    assert body["fits"] is False
+    assert body["funnels"][0]["request"] == "gpu" and body["funnels"][0]["blockingStage"]
+    allocated = api_as(bob).get(f"{TEAM_A_CLAIM}why/").json()
+    assert allocated["pending"] is False and allocated["funnels"] == []
+    assert (
+        api_as(bob).get("/api/v1/resource-claims/gpu-memory/big-memory-gpu/why/").status_code == 404
+    )
