@@ -19,8 +19,8 @@ $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -e .
 	@touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
-	$(PY) -m pip install --quiet -e ".[dev]"
+$(VENV)/.installed-dev: pyproject.toml cli/pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e ".[dev]" -e ./cli
 	@touch $(VENV)/.installed $@
 
 ## demo: install, migrate, create the demo users and serve the portal on http://127.0.0.1:8000

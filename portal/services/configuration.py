@@ -40,7 +40,7 @@ from portal.models.roles import Role
 from portal.services import tenants as services
 from portal.services.tenants import MAX_NAMESPACES_PER_TENANT
 from toolkit.durations import DurationError, format_duration, parse_duration
-from toolkit.quantities import QuantityError, parse_bytes
+from toolkit.quantities import QuantityError, format_bytes, parse_bytes
 
 __all__ = [
     "API_VERSION",
@@ -290,9 +290,12 @@ def _read_quotas(
 # --- planning ----------------------------------------------------------------------------------
 
 
-def _shown(value: Any) -> Any:
+def _shown(value: Any, field: str = "") -> Any:
+    """A value as the document writes it (``7d``, ``640Gi``)."""
     if isinstance(value, dt.timedelta):
         return format_duration(value)
+    if field.endswith("_memory") and isinstance(value, int):
+        return format_bytes(value)
     return value
 
 
@@ -395,7 +398,7 @@ def _plan(specs: list[_TenantSpec], prune: bool, problems: list[tuple[str, str]]
                 quota = quotas.get(class_name)
                 before = _quota_values(quota) if quota else {}
                 differing = {
-                    key: (_shown(before.get(key)) if quota else None, _shown(value))
+                    key: (_shown(before.get(key), key) if quota else None, _shown(value, key))
                     for key, value in values.items()
                     if quota is None or before[key] != value
                 }
@@ -563,8 +566,7 @@ def current_configuration() -> dict[str, Any]:
         }
         entry["quotas"] = {
             quota.device_class_name: {
-                key: format_duration(value) if isinstance(value, dt.timedelta) else value
-                for key, value in _quota_values(quota).items()
+                key: _shown(value, key) for key, value in _quota_values(quota).items()
             }
             for quota in sorted(tenant.quotas.all(), key=lambda q: q.device_class_name)
         }

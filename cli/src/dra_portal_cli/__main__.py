@@ -1,0 +1,3 @@
+from dra_portal_cli.main import main
+
+main()
