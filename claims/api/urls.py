@@ -3,10 +3,10 @@ paths outside the router."""
 
 from django.urls import path
 
-from claims.api import fragmentation, reports, views
+from claims.api import fragmentation, reports, resource_claims, views
 
 ROUTES = [
-    ("resource-claims", views.ResourceClaimViewSet, "resourceclaim"),
+    ("resource-claims", resource_claims.ResourceClaimViewSet, "resourceclaim"),
     ("claim-requests", views.ClaimRequestViewSet, "claimrequest"),
 ]
 

@@ -348,7 +348,7 @@ def claim_list(
     )
 
 
-def _request(session: Session, name: str, namespace: str | None) -> dict[str, Any]:
+def claim_request_named(session: Session, name: str, namespace: str | None) -> dict[str, Any]:
     return plain(session.client.find_claim_request(name, namespace))
 
 
@@ -366,7 +366,7 @@ def claim_get(
     Example:
       dra-portal claim get run-42 -n team-a-ci -o yaml
     """
-    request = _request(session, name, namespace)
+    request = claim_request_named(session, name, namespace)
     chosen = session_format(session, output_format)
     emit("wide" if chosen == "table" else chosen, request, REQUEST_COLUMNS)
     if chosen in ("table", "wide"):
@@ -394,9 +394,9 @@ def claim_release(
     Example:
       dra-portal claim release run-42 -n team-a-ci
     """
-    request = _request(session, name, namespace)
+    request = claim_request_named(session, name, namespace)
     released = plain(session.client.release(str(request["id"]), force=force))
-    _done(session, output_format, released, "is")
+    report_done(session, output_format, released, "is")
 
 
 @claim.command("withdraw")
@@ -413,7 +413,7 @@ def claim_withdraw(
     Example:
       dra-portal claim withdraw big-run -n team-a-ci
     """
-    request = _request(session, name, namespace)
+    request = claim_request_named(session, name, namespace)
     state = request.get("state")
     if state != "pending_approval":
         where = f"{request.get('namespace')}/{request.get('name')}"
@@ -422,7 +422,7 @@ def claim_withdraw(
         )
         fail(f"{where} is {state}, not waiting for approval: {advice}.", EXIT_CONFLICT)
     withdrawn = plain(session.client.release(str(request["id"])))
-    _done(session, output_format, withdrawn, "is")
+    report_done(session, output_format, withdrawn, "is")
 
 
 @claim.command("renew")
@@ -440,12 +440,14 @@ def claim_renew(
     Example:
       dra-portal claim renew run-42 -n team-a-ci --lease 2d
     """
-    request = _request(session, name, namespace)
+    request = claim_request_named(session, name, namespace)
     renewed = plain(session.client.renew(str(request["id"]), lease=lease))
-    _done(session, output_format, renewed, "expires")
+    report_done(session, output_format, renewed, "expires")
 
 
-def _done(session: Session, output_format: str | None, request: dict[str, Any], what: str) -> None:
+def report_done(
+    session: Session, output_format: str | None, request: dict[str, Any], what: str
+) -> None:
     chosen = session_format(session, output_format)
     if chosen in ("json", "yaml"):
         emit(chosen, request)
@@ -482,7 +484,7 @@ def claim_why(
     chosen = session_format(session, output_format)
     request: dict[str, Any] | None = None
     try:
-        request = _request(session, name, namespace)
+        request = claim_request_named(session, name, namespace)
     except PortalError:
         if not namespace:
             raise
@@ -527,94 +529,3 @@ def claim_why(
     _print_funnels(why.get("funnels") or [])
     for hint in why.get("hints") or []:
         output.console.print(f"  hint: {hint}", highlight=False)
-
-
-# --- approvals -------------------------------------------------------------------------------
-
-
-@cli.group()
-def approvals() -> None:
-    """Requests waiting for a tenant admin's decision."""
-
-
-@approvals.command("list")
-@list_options
-@output_option()
-@pass_session
-def approvals_list(
-    session: Session, limit: int, fetch_all: bool, output_format: str | None
-) -> None:
-    """Requests and renewals waiting for approval in the tenants you administer.
-
-    \b
-    Example:
-      dra-portal approvals list
-    """
-    found, count = session.client.claim_requests(
-        limit=None if fetch_all else limit, awaiting_approval="true", ordering="created_at"
-    )
-    columns = [
-        *REQUEST_COLUMNS[:5],
-        Column("REQUESTED BY", lambda r: r.get("requested_by")),
-        Column("WHY", lambda r: r.get("approval_reasons")),
-        *REQUEST_COLUMNS[7:],
-    ]
-    emit(
-        session_format(session, output_format),
-        [dict(r) for r in found],
-        columns,
-        total=count,
-        empty="Nothing waits for approval.",
-    )
-
-
-def _decide(
-    session: Session,
-    name: str,
-    namespace: str | None,
-    comment: str,
-    approve: bool,
-    output_format: str | None,
-) -> None:
-    request = _request(session, name, namespace)
-    if approve:
-        decided = plain(session.client.approve(str(request["id"]), comment=comment))
-    else:
-        decided = plain(session.client.deny(str(request["id"]), comment=comment))
-    _done(session, output_format, decided, "is")
-
-
-@approvals.command("approve")
-@click.argument("name")
-@click.option("-n", "--namespace")
-@click.option("--comment", default="", help="Why (optional).")
-@output_option()
-@pass_session
-def approvals_approve(
-    session: Session, name: str, namespace: str | None, comment: str, output_format: str | None
-) -> None:
-    """Approve a request (or its renewal).
-
-    \b
-    Example:
-      dra-portal approvals approve big-run -n team-a-ci --comment "for the paper deadline"
-    """
-    _decide(session, name, namespace, comment, True, output_format)
-
-
-@approvals.command("deny")
-@click.argument("name")
-@click.option("-n", "--namespace")
-@click.option("--comment", required=True, help="Why (the requester reads it).")
-@output_option()
-@pass_session
-def approvals_deny(
-    session: Session, name: str, namespace: str | None, comment: str, output_format: str | None
-) -> None:
-    """Deny a request (or its renewal), saying why.
-
-    \b
-    Example:
-      dra-portal approvals deny big-run -n team-a-ci --comment "use the A100s"
-    """
-    _decide(session, name, namespace, comment, False, output_format)

@@ -1,6 +1,7 @@
 """``dra-portal``: the DRA Portal from a terminal or a CI job (also ``kubectl dra-portal``).
 
 The commands live by subject (:mod:`~dra_portal_cli.cluster`, :mod:`~dra_portal_cli.claims`,
+:mod:`~dra_portal_cli.approvals`,
 :mod:`~dra_portal_cli.tenancy`) on the one group of :mod:`~dra_portal_cli.app`.
 """
 
@@ -11,7 +12,12 @@ from pathlib import Path
 
 import click
 
-from dra_portal_cli import claims, cluster, tenancy  # noqa: F401 - they register their commands
+from dra_portal_cli import (  # noqa: F401 - they register their commands
+    approvals,
+    claims,
+    cluster,
+    tenancy,
+)
 from dra_portal_cli.app import cli, fail
 
 
