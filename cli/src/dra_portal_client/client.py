@@ -115,8 +115,9 @@ class PortalClient:
         attempt = 0
         while True:
             try:
+                # No params at all (not {}) keeps the query of a ``next`` link.
                 response = self._http.request(
-                    method, path, params=cleaned, json=json, headers=headers
+                    method, path, params=cleaned or None, json=json, headers=headers
                 )
             except httpx.TransportError as error:
                 if attempt < min(self.retries, 2):
