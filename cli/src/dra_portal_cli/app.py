@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+import yaml
 
 from dra_portal_cli import output
 from dra_portal_cli.contexts import ContextError, Store
@@ -317,3 +319,19 @@ def contexts_use(session: Session, name: str) -> None:
     """Make NAME the current context."""
     session.store.use(name)
     output.console.print(f"Now using context {name}.")
+
+
+def read_mapping(file: str, what: str) -> dict[str, Any]:
+    """The one YAML/JSON mapping in ``file`` (``-``: standard input), or a usage error that
+    says what is wrong and what it should hold (``what``)."""
+    try:
+        text = sys.stdin.read() if file == "-" else Path(file).read_text()
+    except OSError as error:
+        fail(f"Cannot read {file}: {error.strerror}.", EXIT_USAGE)
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        fail(f"{file} is not valid YAML: {error}", EXIT_USAGE)
+    if not isinstance(loaded, dict):
+        fail(f"{file} must hold {what}.", EXIT_USAGE)
+    return loaded

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import click
-import yaml
 
 from dra_portal_cli import output
 from dra_portal_cli.app import (
@@ -27,11 +25,12 @@ from dra_portal_cli.app import (
     list_options,
     output_option,
     pass_session,
+    read_mapping,
     session_format,
 )
 from dra_portal_cli.output import Column, emit, plain
 from dra_portal_client import PortalError
-from dra_portal_client.models import TERMINAL_STATES
+from dra_portal_client.models import TERMINAL_STATES, ClaimState
 
 # --- claims ----------------------------------------------------------------------------------
 
@@ -58,19 +57,7 @@ def claim() -> None:
 def _claim_body(file: str | None, flags: dict[str, Any]) -> dict[str, Any]:
     body: dict[str, Any] = {}
     if file:
-        try:
-            text = sys.stdin.read() if file == "-" else Path(file).read_text()
-        except OSError as error:
-            fail(f"Cannot read {file}: {error.strerror}.", EXIT_USAGE)
-        try:
-            loaded = yaml.safe_load(text)
-        except yaml.YAMLError as error:
-            fail(f"{file} is not valid YAML: {error}", EXIT_USAGE)
-        if not isinstance(loaded, dict):
-            fail(
-                f"{file} must hold one claim (a mapping: namespace, name, device_class, ...).",
-                EXIT_USAGE,
-            )
+        loaded = read_mapping(file, "one claim (a mapping: namespace, name, device_class, ...)")
         body.update(loaded)
     for key, value in flags.items():
         if value not in (None, (), ""):
@@ -294,21 +281,7 @@ def claim_submit(
 @click.option("--class", "device_class", help="Of this DeviceClass.")
 @click.option(
     "--state",
-    type=click.Choice(
-        [
-            "pending_approval",
-            "submitted",
-            "allocating",
-            "applied",
-            "in_use",
-            "releasing",
-            "released",
-            "expired",
-            "failed",
-            "denied",
-            "withdrawn",
-        ]
-    ),
+    type=click.Choice(get_args(ClaimState)),
 )
 @click.option("-q", "--search", help="Search names.")
 @list_options

@@ -3,22 +3,19 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
 from dra_portal_cli import output
 from dra_portal_cli.app import (
-    EXIT_USAGE,
     Session,
     cli,
     fail,
     list_options,
     output_option,
     pass_session,
+    read_mapping,
     session_format,
 )
 from dra_portal_cli.output import Column, bytes_text, emit, plain
@@ -265,22 +262,6 @@ def audit_list(
 # --- configuration as code -------------------------------------------------------------------
 
 
-def _document(file: str) -> dict[str, Any]:
-    try:
-        text = sys.stdin.read() if file == "-" else Path(file).read_text()
-    except OSError as error:
-        fail(f"Cannot read {file}: {error.strerror}.", EXIT_USAGE)
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        fail(f"{file} is not valid YAML: {error}", EXIT_USAGE)
-    if not isinstance(document, dict):
-        fail(
-            f"{file} must hold one configuration document (apiVersion, kind, tenants).", EXIT_USAGE
-        )
-    return document
-
-
 def _print_plan(changes: list[dict[str, Any]]) -> None:
     marks = {"create": "[green]+[/]", "update": "[yellow]~[/]", "delete": "[red]-[/]"}
     for change in changes:
@@ -306,7 +287,11 @@ def _configure(
     session: Session, file: str, prune: bool, dry_run: bool, output_format: str | None
 ) -> None:
     outcome = plain(
-        session.client.apply_configuration(_document(file), prune=prune, dry_run=dry_run)
+        session.client.apply_configuration(
+            read_mapping(file, "one configuration document (apiVersion, kind, tenants)"),
+            prune=prune,
+            dry_run=dry_run,
+        )
     )
     chosen = session_format(session, output_format)
     if chosen in ("json", "yaml"):
