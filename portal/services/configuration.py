@@ -524,8 +524,8 @@ def apply_configuration(
     with every problem and changes nothing when any part of it is wrong."""
     problems: list[tuple[str, str]] = []
     specs = _read(document, problems)
-    if problems:
-        raise ConfigurationRefused(problems)
+    if any(path in ("", "apiVersion", "kind", "tenants") for path, _ in problems):
+        raise ConfigurationRefused(problems)  # not a document: nothing more to check
     with transaction.atomic():
         # Planned and applied under the tenant table's lock: two applies queue, never interleave.
         list(Tenant.objects.select_for_update().values_list("pk", flat=True))

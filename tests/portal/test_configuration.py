@@ -156,16 +156,16 @@ def test_a_bad_document_is_refused_whole_with_every_problem(alice, bob, root, cl
     assert problems["tenants[0].quotas.gpu.nvidia.com.max_gpus"] == "Unknown field."
     assert "whole number" in problems["tenants[0].quotas.gpu.nvidia.com.max_devices"]
     assert "is not a duration" in problems["tenants[0].quotas.gpu.nvidia.com.max_lease"]
-    assert len(refused.value.problems) == 6
-    # The users and new tenants are checked once the fields are right.
-    fixed = document(members={"alice": "tenant_admin", "nobody": "member"})
-    fixed["tenants"].append({"slug": "team-c", "namespaces": ["team-c-dev"]})
+    # Every problem at once: the fields, then the users and tenants they name.
+    assert problems["tenants[0].members.nobody"] == "There is no user named “nobody”."
+    assert problems["tenants[1].name"] == "A new tenant needs a name."
+    assert len(refused.value.problems) == 8
     with pytest.raises(ConfigurationRefused) as refused:
-        apply_configuration(actor=root, document=fixed)
-    assert dict(refused.value.problems) == {
-        "tenants[0].members.nobody": "There is no user named “nobody”.",
-        "tenants[1].name": "A new tenant needs a name.",
-    }
+        apply_configuration(actor=root, document={"kind": "PortalConfiguration", "tenants": {}})
+    assert refused.value.problems == [
+        ("apiVersion", "Expected 'dra-portal/v1'."),
+        ("tenants", "Expected a list of tenants."),
+    ]
     assert current_configuration() == before and AuditEvent.objects.count() == events
 
 

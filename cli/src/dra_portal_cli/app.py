@@ -251,7 +251,12 @@ def login(
 @click.argument("name", required=False)
 @pass_session
 def logout(session: Session, name: str | None) -> None:
-    """Forget a context (default: the current one) and its token."""
+    """Forget a context (default: the current one) and its token.
+
+    \b
+    Example:
+      dra-portal logout staging
+    """
     store = session.store
     target = name or store.current
     if not target:
@@ -264,7 +269,13 @@ def logout(session: Session, name: str | None) -> None:
 @output_option()
 @pass_session
 def whoami(session: Session, output_format: str | None) -> None:
-    """Who the token signs in as, and their tenants and roles."""
+    """Who the token signs in as, and their tenants and roles.
+
+    \b
+    Examples:
+      dra-portal whoami
+      dra-portal --context staging whoami -o json
+    """
     user = session.client.me()
     chosen = session_format(session, output_format)
     if chosen in ("json", "yaml"):
@@ -290,7 +301,12 @@ def contexts() -> None:
 @contexts.command("list")
 @pass_session
 def contexts_list(session: Session) -> None:
-    """Every context; * marks the current one."""
+    """Every context; * marks the current one.
+
+    \b
+    Example:
+      dra-portal contexts list
+    """
     store = session.store
     rows = [
         {
@@ -316,7 +332,12 @@ def contexts_list(session: Session) -> None:
 @click.argument("name")
 @pass_session
 def contexts_use(session: Session, name: str) -> None:
-    """Make NAME the current context."""
+    """Make NAME the current context.
+
+    \b
+    Example:
+      dra-portal contexts use staging
+    """
     session.store.use(name)
     output.console.print(f"Now using context {name}.")
 

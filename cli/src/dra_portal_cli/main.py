@@ -7,6 +7,7 @@ The commands live by subject (:mod:`~dra_portal_cli.cluster`, :mod:`~dra_portal_
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -45,6 +46,13 @@ def main() -> None:
         cli.main(prog_name=prog)
     except KeyboardInterrupt:
         fail("Interrupted.", 130)
+    except Exception as error:  # a bug of ours: one line, the traceback only when asked for
+        if os.environ.get("DRA_PORTAL_DEBUG"):
+            raise
+        fail(
+            f"Unexpected {type(error).__name__}: {error}. Run again with DRA_PORTAL_DEBUG=1 for "
+            "the traceback, and please report it."
+        )
 
 
 if __name__ == "__main__":
