@@ -268,8 +268,8 @@ class ConfigurationInputSerializer(serializers.Serializer):
 
 class ConfigurationChangeSerializer(serializers.Serializer):
     op = serializers.ChoiceField(choices=["create", "update", "delete"])
-    kind = serializers.ChoiceField(choices=["tenant", "namespace", "member", "quota"])
-    tenant = serializers.CharField()
+    kind = serializers.CharField(help_text="tenant, namespace, member, quota or class_policy.")
+    tenant = serializers.CharField(allow_blank=True, help_text="Blank for a class policy.")
     name = serializers.CharField()
     values = serializers.DictField(
         help_text="Each changed field's before and after.", child=serializers.DictField()

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,8 +48,10 @@ __all__ = [
     "Change",
     "ConfigurationRefused",
     "Outcome",
+    "Section",
     "apply_configuration",
     "current_configuration",
+    "register_section",
 ]
 
 API_VERSION = "dra-portal/v1"
@@ -115,6 +117,29 @@ class Outcome:
     applied: bool
 
 
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A part of the document an app above the tenancy layer owns (the claims app's
+    ``class_policies``), so this module names no app above it. ``read`` checks the section's
+    value (appending ``(path, message)`` problems) and answers it parsed; ``plan`` answers its
+    changes (``tenant`` empty); ``apply`` makes them, inside the apply's transaction, through
+    the app's services; ``export`` answers the section as the portal has it."""
+
+    key: str
+    read: Callable[[Any, list[tuple[str, str]]], Any]
+    plan: Callable[[Any, bool], list[Change]]
+    apply: Callable[[User | AnonymousUser | None, Any, list[Change]], None]
+    export: Callable[[], Any]
+
+
+SECTIONS: dict[str, Section] = {}
+
+
+def register_section(section: Section) -> None:
+    """Called from an app's ``ready()``."""
+    SECTIONS[section.key] = section
+
+
 # --- reading the document ----------------------------------------------------------------------
 
 
@@ -168,7 +193,7 @@ def _read(document: Any, problems: list[tuple[str, str]]) -> list[_TenantSpec]:
     if not isinstance(document, Mapping):
         problems.append(("", "The configuration must be a mapping (apiVersion, kind, tenants)."))
         return []
-    _unknown(document, _TOP_KEYS, "", problems)
+    _unknown(document, _TOP_KEYS | set(SECTIONS), "", problems)
     if document.get("apiVersion") != API_VERSION:
         problems.append(("apiVersion", f"Expected '{API_VERSION}'."))
     if document.get("kind") != KIND:
@@ -526,25 +551,38 @@ def apply_configuration(
     specs = _read(document, problems)
     if any(path in ("", "apiVersion", "kind", "tenants") for path, _ in problems):
         raise ConfigurationRefused(problems)  # not a document: nothing more to check
+    sections = {
+        key: section.read(document[key], problems)
+        for key, section in SECTIONS.items()
+        if key in document
+    }
     with transaction.atomic():
         # Planned and applied under the tenant table's lock: two applies queue, never interleave.
         list(Tenant.objects.select_for_update().values_list("pk", flat=True))
         changes = _plan(specs, prune, problems)
+        section_changes = {key: SECTIONS[key].plan(value, prune) for key, value in sections.items()}
         if problems:
             raise ConfigurationRefused(problems)
-        if dry_run or not changes:
-            return Outcome(changes, applied=False)
+        everything = changes + [c for found in section_changes.values() for c in found]
+        if dry_run or not everything:
+            return Outcome(everything, applied=False)
         _apply(actor, specs, changes, prune)
+        for key, found in section_changes.items():
+            if found:
+                try:
+                    SECTIONS[key].apply(actor, sections[key], found)
+                except ValidationError as error:
+                    raise _refusal(key, error) from error
         # One event for the whole document (each object's own event is recorded too).
         AuditEvent.objects.create(
             actor=actor if actor is not None and actor.is_authenticated else None,
             actor_name=actor.get_username() if actor is not None else "",
             action=AuditEvent.Action.CONFIGURATION_APPLIED,
             object_type="configuration",
-            object_repr=f"Configuration applied: {len(changes)} change(s)"[:300],
-            after={"prune": prune, "changes": [change.as_dict() for change in changes]},
+            object_repr=f"Configuration applied: {len(everything)} change(s)"[:300],
+            after={"prune": prune, "changes": [change.as_dict() for change in everything]},
         )
-    return Outcome(changes, applied=True)
+    return Outcome(everything, applied=True)
 
 
 def current_configuration() -> dict[str, Any]:
@@ -571,4 +609,7 @@ def current_configuration() -> dict[str, Any]:
             for quota in sorted(tenant.quotas.all(), key=lambda q: q.device_class_name)
         }
         entries.append(entry)
-    return {"apiVersion": API_VERSION, "kind": KIND, "tenants": entries}
+    document: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND, "tenants": entries}
+    for key, section in sorted(SECTIONS.items()):
+        document[key] = section.export()
+    return document

@@ -266,8 +266,8 @@ def _print_plan(changes: list[dict[str, Any]]) -> None:
     marks = {"create": "[green]+[/]", "update": "[yellow]~[/]", "delete": "[red]-[/]"}
     for change in changes:
         where = (
-            change["tenant"]
-            if change["kind"] == "tenant"
+            change["name"]
+            if change["kind"] == "tenant" or not change["tenant"]
             else f"{change['tenant']}/{change['name']}"
         )
         values = change.get("values") or {}
