@@ -137,6 +137,7 @@ def sample_kwargs(name: str, params: tuple[str, ...], objects: dict[str, Any]) -
         "resourceclaim-detail": {"namespace": "gpu-test1", "name": "pod1-gpu-nscrq"},
         "api:resourceclaim-detail": {"key": "gpu-test1/pod1-gpu-nscrq"},
         "api:resourceclaim-utilisation": {"key": "gpu-test1/pod1-gpu-nscrq"},
+        "api:resourceclaim-why": {"key": "gpu-test1/pod1-gpu-nscrq"},
         "api:claimrequest-detail": {"pk": objects["claim_request"]},
         "api:claimrequest-release": {"pk": objects["claim_request"]},
         "api:claimrequest-renew": {"pk": objects["claim_request"]},
