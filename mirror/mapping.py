@@ -156,7 +156,7 @@ def _device_row(
         "parent_uuid": _text(device.attribute(f"{driver}/parentUUID", driver))[:100],
         "pci_bus_id": _text(device.attribute(f"{STANDARD_DOMAIN}/pciBusID", driver))[:32],
         "pcie_root": _text(device.attribute(f"{STANDARD_DOMAIN}/pcieRoot", driver))[:64],
-        "memory_bytes": memory.value.ceil_int() if memory is not None else None,
+        "memory_bytes": memory.value.ceil_int64() if memory is not None else None,
         "raw": raw,
     }
 

@@ -275,6 +275,7 @@ class _Metering:
     text: str
     optimized: bool
     exact: bool
+    equalities: frozenset[int] = frozenset()  # operator positions of ==/!= on quantities
     edits: list[Edit] = field(default_factory=list)
     names: int = 0
     loops: int = 0
@@ -401,6 +402,8 @@ class _Metering:
             if texts and not self.exact:  # min(|a|, |literal|) is at most the literal's size
                 return total + max(1, call_cost("_==_", [texts[0].value, texts[0].value]))
             template = "{0} " + kind + " {1}"
+            if node.position in self.equalities:  # by value (dra.cel.environment.quantity_equal)
+                template = ("" if kind == "==" else "!") + "dra_qeq({0}, {1})"
             return total + self.sized(node, depth, _OPERATORS[kind], [left, right], template)
         if kind == "+" and not (_is_number(left) or _is_number(right)):
             self.heavy = True
@@ -647,23 +650,35 @@ def _literal_value(node: Node) -> Any:
 
 
 def _metering(
-    text: str, tree: Node, optimized: bool, always: bool, exact: bool
+    text: str,
+    tree: Node,
+    optimized: bool,
+    always: bool,
+    exact: bool,
+    equalities: frozenset[int] = frozenset(),
 ) -> tuple[_Metering, int] | None:
-    metering = _Metering(text, optimized, exact)
+    metering = _Metering(text, optimized, exact, equalities)
     root = metering.cost(tree, 1, frozenset())
     return (metering, root) if metering.heavy or always else None
 
 
 def meter_edits(
-    text: str, tree: Node, optimized: bool = True, always: bool = False, exact: bool = True
+    text: str,
+    tree: Node,
+    optimized: bool = True,
+    always: bool = False,
+    exact: bool = True,
+    equalities: frozenset[int] = frozenset(),
 ) -> tuple[list[Edit], int]:
     """The edits that meter a parsed expression (see module doc), and the cost of its root
     region, which the caller settles after the evaluation (:func:`settle`: one call fewer);
     nothing when it cannot come near the limit (``always`` meters anyway). ``exact=False``
     charges an upper bound instead, with fewer calls: every branch and every comprehension
     element as if it ran its most expensive path, charged up front. ``optimized=False`` counts
-    as cel-go does without ``OptOptimize`` (its own and Kubernetes' cost tests)."""
-    metered = _metering(text, tree, optimized, always, exact)
+    as cel-go does without ``OptOptimize`` (its own and Kubernetes' cost tests).
+    ``equalities`` are the ``==``/``!=`` on quantities, written as ``dra_qeq`` calls where the
+    meter rebinds their operands."""
+    metered = _metering(text, tree, optimized, always, exact, equalities)
     if metered is None:
         return [], 0
     metering, root = metered

@@ -23,7 +23,7 @@ from dra.cel.libraries import (
     list_functions,
     network_functions,
 )
-from dra.quantity import Quantity, QuantityError, parse_quantity
+from dra.quantity import Quantity, QuantityError, Stored, parse_quantity
 from dra.semver import Semver, SemverError, parse_semver
 
 MAX_EXPRESSION_LENGTH = 10 * 1024
@@ -36,11 +36,15 @@ _SEMVER_KEY = 0
 
 
 def quantity_value(quantity: Quantity) -> dict[str, str]:
+    """A quantity as CEL carries it: its exact value and how Go holds it
+    (``"1610612736|d1610612736000000000e-9"``), which ``isInteger`` and friends read. Two
+    quantities of one value may be held differently (``2`` and ``2.0``), so ``==`` on
+    quantities is rewritten to compare values (:func:`quantity_equal`)."""
     value = quantity.value
     text = (
         str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
     )
-    return {_QUANTITY_KEY: text}
+    return {_QUANTITY_KEY: f"{text}|{quantity.held.encode()}"}
 
 
 def semver_value(version: Semver) -> dict[int, str]:
@@ -49,7 +53,17 @@ def semver_value(version: Semver) -> dict[int, str]:
 
 @lru_cache(maxsize=8192)
 def _carried_quantity(text: str) -> Quantity:
-    return Quantity(Fraction(text))
+    value, _, stored = text.partition("|")
+    return Quantity(Fraction(value), stored=Stored.decode(stored) if stored else None)
+
+
+def quantity_equal(left: Any, right: Any) -> bool:
+    """``==`` where the checker typed both sides ``map(string, string)``: quantities compare by
+    value, as upstream's ``Quantity.Equal``; any other such maps as CEL compares maps."""
+    left_quantity, right_quantity = _as_quantity(left), _as_quantity(right)
+    if left_quantity is not None and right_quantity is not None:
+        return left_quantity.value == right_quantity.value
+    return bool(left == right)
 
 
 def _as_quantity(value: Any) -> Quantity | None:
@@ -142,10 +156,11 @@ def _quantity_method(name: str, method: Callable[[Quantity], Any]) -> Callable[[
 def _quantity_arithmetic(name: str, sign: int) -> Callable[[Any, Any], Any]:
     def call(receiver: Any, other: Any) -> Any:
         quantity = _as_quantity(receiver)
+        # An int operand is resource.NewQuantity(int64(y), DecimalSI) upstream.
         operand = Quantity(Fraction(other)) if isinstance(other, int) else _as_quantity(other)
         if quantity is None or operand is None:
             raise _no_overload(name)
-        return quantity_value(Quantity(quantity.value + sign * operand.value))
+        return quantity_value(quantity.add(operand) if sign > 0 else quantity.sub(operand))
 
     return call
 
@@ -388,6 +403,20 @@ def _environment(internal: bool) -> Any:
     functions.extend(list_functions(overload, internal))
     functions.extend(network_functions(overload, internal))
     if internal:
+        functions.append(
+            cel.FunctionDecl(
+                "dra_qeq",
+                [
+                    overload(
+                        "dra_qeq_map_map",
+                        types.BOOL,
+                        [quantity_type, quantity_type],
+                        False,
+                        quantity_equal,
+                    )
+                ],
+            )
+        )
         functions.extend(internal_functions(overload))
         functions.extend(comprehension_functions(overload))
     config = cel.NewEnvConfigFromYaml(

@@ -25,7 +25,7 @@ from dra.cel.comprehensions import (
     is_reserved,
     two_variable_arity,
 )
-from dra.cel.costs import Edit, meter_edits
+from dra.cel.costs import RANK, Edit, meter_edits
 from dra.cel.lists import RENAMED, list_edits
 from dra.cel.network import RESERVED as NETWORK_RESERVED
 from dra.cel.network import network_edits
@@ -41,6 +41,7 @@ from dra.cel.syntax import (
     Node,
     Operator,
     Select,
+    children,
     parse,
 )
 
@@ -375,6 +376,32 @@ def _late_rewrites(text: str) -> str:
 _REWRITTEN_NESTING = 8 * MAX_NESTING
 
 
+def _equality_edits(tree: Node, equalities: frozenset[int], metered: list[Edit]) -> list[Edit]:
+    """``A == B`` → ``dra_qeq(A, B)`` (``!=``: ``!dra_qeq(A, B)``) for the operators at
+    ``equalities`` (quantities: by value), where the meter did not already write them so
+    (it does where it rebinds their operands). Ranks as the meter's, by depth."""
+    edits: list[Edit] = []
+    rebound = {(start, end) for start, end, _, _ in metered}
+    stack: list[tuple[Node, int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        stack.extend((child, depth + 1) for child in children(node))
+        if not (
+            isinstance(node, Operator)
+            and node.operator in ("==", "!=")
+            and node.position in equalities
+        ):
+            continue
+        left, right = node.operands
+        if (left.end, right.start) in rebound:
+            continue
+        opening = "dra_qeq(" if node.operator == "==" else "!dra_qeq("
+        edits.append((left.start, left.start, opening, 2 * depth + 1 - RANK))
+        edits.append((left.end, right.start, ", ", 0))
+        edits.append((right.end, right.end, ")", RANK - 2 * depth - 1))
+    return edits
+
+
 def analyze(
     text: str,
     fold_quantity: Folder | None = None,
@@ -382,6 +409,7 @@ def analyze(
     *,
     optimized: bool = True,
     always_metered: bool = False,
+    quantity_equalities: frozenset[int] = frozenset(),
 ) -> SelectorReads:
     """Analyse a selector; raises :class:`UnknownDeviceField` for ``device.<unknown>``.
 
@@ -389,6 +417,8 @@ def analyze(
     its read set (cel-expr-python then reports the syntax error, if there is one); one nested
     deeper than the parser's limit raises :class:`CelNestingError`. The evaluated text also
     carries the cost meter (:mod:`dra.cel.costs`; ``optimized``/``always_metered`` as there).
+    ``quantity_equalities`` are the positions of ``==``/``!=`` the checker typed on quantities
+    (``dra.cel.selectors``): the evaluated text compares those by value.
     """
     analyzer = _Analyzer(text, fold_quantity, fold_semver)
     try:
@@ -406,10 +436,15 @@ def analyze(
     )
     edits = _ranked(walk.renames + walk.edits) + list_edits(text, tree)
     (bound_edits, bound_root), (exact_edits, exact_root) = (
-        meter_edits(text, tree, optimized, always_metered, exact) for exact in (False, True)
+        meter_edits(text, tree, optimized, always_metered, exact, quantity_equalities)
+        for exact in (False, True)
     )
-    evaluated = _apply(text, edits + bound_edits)
-    exact = _apply(text, edits + exact_edits)
+    evaluated = _apply(
+        text, edits + bound_edits + _equality_edits(tree, quantity_equalities, bound_edits)
+    )
+    exact = _apply(
+        text, edits + exact_edits + _equality_edits(tree, quantity_equalities, exact_edits)
+    )
     if network_evaluated or comprehension_evaluated:
         # The meter charges what upstream evaluates, on the original tree. What cel-cpp lacks
         # (two-variable comprehensions, network values) is rewritten afterwards, in the metered

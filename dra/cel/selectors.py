@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from dra.cel.checked import read_checked
+from dra.cel.checked import CelType, CheckedAst, read_checked
 from dra.cel.comprehensions import ComprehensionError, PositionMap
 from dra.cel.costs import COST_LIMIT_MESSAGE, cost_exceeded, reset_cost, settle
 from dra.cel.devices import DeviceInput, path_getter
@@ -278,28 +278,39 @@ def _compile_with_cross_numeric(text: str, environment: Any = ENVIRONMENT) -> tu
     return environment.compile(text), text
 
 
-def _validation_failure(
-    compiled: Any, compiled_text: str, expression: str, reads: SelectorReads
-) -> str | None:
-    """cel-go's post-check validators (:mod:`dra.cel.validators`), as compile error text."""
-    errors = validate(read_checked(compiled.serialize()))
-    if not errors:
-        return None
-    # (offset in the compiled text, in the checked text, length) of their common spans: the
-    # cross-numeric retry may have wrapped operands in dyn()
+_STRING_MAP = CelType("map", (CelType("string"), CelType("string")))
+
+
+def _original_offsets(compiled_text: str, reads: SelectorReads) -> Callable[[int], int]:
+    """Offsets in the compiled text → the original expression's: the cross-numeric retry may
+    have wrapped operands in dyn(), the comprehension rewrite lengthened the checked text."""
+    # (offset in the compiled text, in the checked text, length) of their common spans
     common = [(0, 0, len(compiled_text))]
     if compiled_text != reads.checked_text:
         matcher = difflib.SequenceMatcher(None, reads.checked_text, compiled_text, autojunk=False)
         common = [(b.b, b.a, b.size) for b in matcher.get_matching_blocks() if b.size]
-    lines = []
-    for error in errors:
-        offset = error.position
+
+    def original(offset: int) -> int:
         for compiled_start, checked_start, size in common:
             if compiled_start <= offset < compiled_start + size:
                 offset = checked_start + offset - compiled_start
                 break
-        if reads.positions is not None:
-            offset = reads.positions.original(offset)
+        return reads.positions.original(offset) if reads.positions is not None else offset
+
+    return original
+
+
+def _validation_failure(
+    ast: CheckedAst, compiled_text: str, expression: str, reads: SelectorReads
+) -> str | None:
+    """cel-go's post-check validators (:mod:`dra.cel.validators`), as compile error text."""
+    errors = validate(ast)
+    if not errors:
+        return None
+    original = _original_offsets(compiled_text, reads)
+    lines = []
+    for error in errors:
+        offset = original(error.position)
         line = expression.count("\n", 0, offset) + 1
         column = offset - (expression.rfind("\n", 0, offset) + 1)
         source = expression.split("\n")[line - 1]
@@ -307,6 +318,29 @@ def _validation_failure(
             f"ERROR: <input>:{line}:{column + 1}: {error.message}\n | {source}\n | {'.' * column}^"
         )
     return "\n".join(lines)
+
+
+def _quantity_equalities(
+    ast: CheckedAst, compiled_text: str, reads: SelectorReads
+) -> frozenset[int]:
+    """Where the original expression compares quantities with ``==``/``!=``: calls the checker
+    typed on ``map(string, string)`` (what quantities are here). Their values compare by value
+    upstream, while the maps carry how Go holds each value too (``2`` vs ``2.0``)."""
+    original = _original_offsets(compiled_text, reads)
+    found = set()
+    stack = [ast.root]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        if (
+            node.kind == "call"
+            and node.function in ("_==_", "_!=_")
+            and node.args
+            and ast.type_of(node.args[0]) == _STRING_MAP
+            and node.id in ast.positions
+        ):
+            found.add(original(ast.positions[node.id]))
+    return frozenset(found)
 
 
 @lru_cache(maxsize=4096)
@@ -348,7 +382,8 @@ def compile_selector(expression: str) -> CompiledSelector:
         if reads.positions is not None:
             message = _original_positions(message, expression, reads.checked_text, reads.positions)
         return CompiledSelector(expression, reads, None, _compile_error(expression, message))
-    failure = _validation_failure(checked, compiled_text, expression, reads)
+    checked_ast = read_checked(checked.serialize())
+    failure = _validation_failure(checked_ast, compiled_text, expression, reads)
     if failure is not None:
         return CompiledSelector(expression, reads, None, _compile_error(expression, failure))
     result_type = checked.return_type()
@@ -367,6 +402,11 @@ def compile_selector(expression: str) -> CompiledSelector:
             reads,
             None,
             _compile_error(expression, "the selector uses syntax the cost analysis cannot read"),
+        )
+    equalities = _quantity_equalities(checked_ast, compiled_text, reads)
+    if equalities:
+        reads = analyze(
+            expression, quantity_literal, semver_literal, quantity_equalities=equalities
         )
     program = checked
     # The renamed indexOf/lastIndexOf are declared with types for checking and implemented in

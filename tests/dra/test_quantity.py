@@ -24,7 +24,8 @@ from dra.quantity import QuantityError, format_quantity, parse_quantity
         ("0.1n", Fraction(1, 10**9)),  # rounded up to the next nano
         ("1.", 1),
         ("1Ei", 2**60),
-        ("99999999999999999999", 2**63 - 1),  # capped
+        ("99999999999999999999", 99999999999999999999),  # decimal: not capped (upstream)
+        ("16Ei", 2**63 - 1),  # binary suffixes are capped
     ],
 )
 def test_it_parses_quantities_exactly(text, value):
