@@ -1,4 +1,4 @@
-"""``claim`` and ``approvals``: submit, follow, explain, release, renew, decide."""
+"""``claim``: submit, follow, explain, release, renew and withdraw claim requests."""
 
 from __future__ import annotations
 
