@@ -72,6 +72,39 @@ class Features:
         return self.consumable_capacity or self.binding_and_status
 
     @property
+    def capacity_requests_checked(self) -> bool:
+        """Whether the implementation upstream picks refuses capacity requests while consumable
+        capacity is off ("has capacity requests, but the DRAConsumableCapacity feature is
+        disabled"). In 1.34 only the experimental one checks. From 1.35 the check sits in
+        the implementations picked when consumable capacity or binding conditions with device
+        status are on (1.35's experimental, 1.36's incubating and experimental); the one
+        picked otherwise ignores the requests."""
+        if self.is_1_34:
+            return self.variant == "experimental"
+        return self.consumable_capacity or self.binding_and_status
+
+    @property
+    def clean_rollback(self) -> bool:
+        """Whether a device that is refused after its checks began is rolled back whole (its
+        counters, its mark as allocating, its constraint values), as 1.36's
+        ``rollbackDevice`` does on every rejection path. Before, a device refused for a
+        taint kept its counters reserved and one refused for capacity stayed marked."""
+        return self.version >= (1, 36)
+
+    @property
+    def shares_skip_counters(self) -> bool:
+        """Whether taking one more share of a device that already holds shares leaves its
+        counters alone (``skipCounterCheck``, 1.35 on): the device consumes them once."""
+        return not self.is_1_34
+
+    @property
+    def shares_hold_counters(self) -> bool:
+        """Whether a device held only by shares (consumable capacity) has taken its counters
+        when the allocator counts what the sets have left: 1.36's ``IsDeviceAllocated``
+        counts shares; before, only devices allocated whole did."""
+        return self.version >= (1, 36)
+
+    @property
     def strict_url_host_colons(self) -> bool:
         """Built with Go 1.26 or newer (Kubernetes 1.36 on), whose ``net/url`` refuses a
         colon in a host other than the port's (``dra.cel.gourl``)."""

@@ -66,8 +66,10 @@ def available_counters(
     counter_sets: Iterable[CounterSet],
     slices: Sequence[ResourceSlice],
     allocated: AllocatedState,
+    shares_hold_counters: bool = True,
 ) -> CounterTotals:
-    """What the counter sets have left once the allocated devices of ``slices`` took theirs.
+    """What the counter sets have left once the allocated devices of ``slices`` took theirs
+    (a device held only by shares counts when ``shares_hold_counters``, as from 1.36).
 
     A device consuming from a set that is not in ``counter_sets`` is ignored here (the pool is
     invalid then, and refused before counters matter). Amounts may go negative when the
@@ -80,7 +82,8 @@ def available_counters(
     for resource_slice in slices:
         for device in resource_slice.devices:
             key = (resource_slice.driver, resource_slice.pool_name, device.name)
-            if not allocated.is_allocated(key):
+            held = allocated.is_allocated(key) if shares_hold_counters else key in allocated.in_use
+            if not held:
                 continue
             for consumption in device.consumes_counters:
                 counters = available.get(consumption.counter_set)

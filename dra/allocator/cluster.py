@@ -364,9 +364,13 @@ class Cluster:
                     for device in resource_slice.devices
                     if device_matches_node(device, node)
                 )
-            elif resource_slice.all_nodes or (
-                resource_slice.node_selector is not None
-                and resource_slice.node_selector.matches(node)
+            elif (
+                resource_slice.all_nodes
+                or resource_slice.node_name == node.name
+                or (
+                    resource_slice.node_selector is not None
+                    and resource_slice.node_selector.matches(node)
+                )
             ):
                 uids.extend(device.uid for device in resource_slice.devices)
         cached = frozenset(uids)

@@ -51,7 +51,10 @@ class Inventory:
             for device in resource_slice.devices:
                 device.uid = len(self.devices)
                 self.devices.append((resource_slice, device))
-            if resource_slice.node_name:
+            # As upstream's allocators (1.35+) index them: a slice with shared counters is
+            # gathered for every node (the counters serve devices anywhere in the pool), so it
+            # is shared even when it names a node.
+            if resource_slice.node_name and not resource_slice.shared_counters:
                 self.by_node[resource_slice.node_name].append(resource_slice)
             else:
                 self.shared.append(resource_slice)

@@ -390,7 +390,7 @@ class NodeAllocation:
 
     def _prepare(self) -> None:
         features = self.features
-        capacity_checked = features.variant == "experimental"
+        capacity_checked = features.capacity_requests_checked
         for claim_index, claim in enumerate(self.claims):
             minimum = 0
             for request_index, request in enumerate(claim.requests):
@@ -518,6 +518,9 @@ class NodeAllocation:
             self.allocating_capacity.get(key, {}),
         )
 
+    def _capacity_in_use(self, key: DeviceKey) -> bool:
+        return key in self.case.allocated.consumed or key in self.allocating_capacity
+
     def _in_use(self, key: DeviceKey) -> bool:
         return key in self.case.allocated.in_use or bool(self.allocating.get(key))
 
@@ -532,7 +535,9 @@ class NodeAllocation:
             slices = candidate.pool.slices + candidate.pool.other_slices
         available = self.available_counters.get(scope)
         if available is None:
-            available = available_counters(sets, slices, self.case.allocated)
+            available = available_counters(
+                sets, slices, self.case.allocated, self.features.shares_hold_counters
+            )
             self.available_counters[scope] = available
         return scope, available
 
@@ -593,19 +598,25 @@ class NodeAllocation:
             return None
         if not admin and self._in_use(key):
             return None
-        if device.consumes_counters:
-            if not features.partitionable_devices:
-                return None
-            if not self._reserve_counters(candidate):
-                return None
+        if device.consumes_counters and not features.partitionable_devices:
+            return None
+        reserved = bool(device.consumes_counters) and not (
+            multiple and features.shares_skip_counters and self._capacity_in_use(key)
+        )
+        if reserved and not self._reserve_counters(candidate):
+            return None
         if features.device_taints and self._taint_blocks(device, data.request):
-            return None  # counters stay reserved (upstream quirk)
+            if reserved and features.clean_rollback:
+                self._release_counters(candidate)
+            return None  # before 1.36 the counters stay reserved (upstream quirk)
         constraints = self.constraints[claim_index]
         driver = candidate.pool.driver
         for number, constraint in enumerate(constraints):
             if not constraint.add(data.base_name, data.sub_name, device, driver):
                 for earlier in constraints[:number]:
                     earlier.remove(data.base_name, data.sub_name, device, driver)
+                if reserved and features.clean_rollback:
+                    self._release_counters(candidate)
                 if must:
                     raise self._fail(
                         f"claim {self.claims[claim_index].key}, "
@@ -616,15 +627,29 @@ class NodeAllocation:
                 return None
         if not multiple:
             self.allocating.setdefault(key, set()).add(claim_index)
+
+        def release() -> None:
+            """Undo the mark, the constraint values and the counters taken so far."""
+            if not multiple:
+                self.allocating[key].discard(claim_index)
+            for constraint in constraints:
+                constraint.remove(data.base_name, data.sub_name, device, driver)
+            if reserved:
+                self._release_counters(candidate)
+
         consumed: dict[str, Quantity] | None = None
+        existed = False
         share_id = None
         if features.consumable_capacity:
             checked = self._slot_device(claim_index, data, candidate, slot)
             fitting = self._capacity(data, checked)
             if fitting is None:
-                return None  # the device stays marked (upstream quirk)
+                if features.clean_rollback:
+                    release()
+                return None  # before 1.36 the device stays marked (upstream quirk)
             if multiple:
                 consumed = fitting if checked is candidate else _share_amounts(data, candidate)
+                existed = key in self.allocating_capacity
                 totals = self.allocating_capacity.setdefault(key, {})
                 for name, amount in consumed.items():
                     totals[name] = totals.get(name, Fraction(0)) + amount.value
@@ -642,19 +667,18 @@ class NodeAllocation:
         def undo() -> None:
             results.pop()
             # Upstream drops a device's entry once its shares add up to zero and ignores a
-            # removal that finds none: shares of zero leave nothing to subtract from.
+            # removal that finds none: shares of zero leave nothing to subtract from. 1.36's
+            # rollback puts back an (empty) entry that was there before this share.
             totals = self.allocating_capacity.get(key)
             if consumed is not None and totals is not None:
                 for name, amount in consumed.items():
-                    totals[name] -= amount.value
+                    if name in totals:  # upstream's Sub skips a name the entry lacks
+                        totals[name] -= amount.value
                 if not any(totals.values()):
                     del self.allocating_capacity[key]
-            if not multiple:
-                self.allocating[key].discard(claim_index)
-            for constraint in constraints:
-                constraint.remove(data.base_name, data.sub_name, device, driver)
-            if device.consumes_counters:
-                self._release_counters(candidate)
+            if consumed is not None and existed and features.clean_rollback:
+                self.allocating_capacity.setdefault(key, {})
+            release()
 
         return undo
 

@@ -87,7 +87,7 @@ NO_FEATURES: dict[str, bool] = {}
         ),
         (
             [claim(requests=[request(capacity={"requests": {"memory": "1Gi"}})])],
-            {"consumableCapacity": False, "deviceBinding": True},
+            {"consumableCapacity": False, "deviceBinding": True, "deviceStatus": True},
             "has capacity requests, but the DRAConsumableCapacity feature is disabled",
         ),
     ],
@@ -111,6 +111,27 @@ def test_1_34_with_only_ga_features_silently_ignores_a_stray_capacity_request():
     claims = [claim(requests=[request(capacity={"requests": {"memory": "1Gi"}})])]
     output = run(claims=claims, features={"adminAccess": True}, version="1.34")
     assert output["status"] == "allocated"
+
+
+@pytest.mark.parametrize(
+    ("version", "features", "status"),
+    [
+        # 1.34: only the experimental implementation (picked for binding alone) checks.
+        ("1.34", {"deviceBinding": True}, "error"),
+        # 1.35+: binding without device status picks the implementation that ignores them.
+        ("1.35", {"deviceBinding": True}, "allocated"),
+        ("1.36", {"deviceBinding": True}, "allocated"),
+        ("1.36", {"partitionableDevices": True, "prioritizedList": True}, "allocated"),
+        ("1.36", {"deviceBinding": True, "deviceStatus": True}, "error"),
+    ],
+)
+def test_capacity_requests_with_consumable_capacity_off_follow_the_variant_upstream_picks(
+    version, features, status
+):
+    """Checked against upstream 1.34.9 and 1.36.3 (scripts/upstream_differential.py)."""
+    claims = [claim(requests=[request(capacity={"requests": {"memory": "1Gi"}})])]
+    output = run(claims=claims, features=features, version=version)
+    assert output["status"] == status
 
 
 def test_distinct_attribute_is_an_empty_constraint_for_the_1_34_incubating_variant():

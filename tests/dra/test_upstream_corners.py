@@ -1,0 +1,144 @@
+"""Corners found by the differential harness against upstream 1.34.9 and 1.36.3
+(``scripts/upstream_differential.py``); each expected answer is the one upstream gave."""
+
+import pytest
+
+from .cases import (
+    ALL_FEATURES,
+    allocated_claim,
+    claim,
+    device,
+    devices_of,
+    node,
+    request,
+    resource_slice,
+    result,
+    run,
+)
+
+PARTITIONABLE = {"partitionableDevices": True, "deviceTaints": True}
+
+
+def _counted(name, model, cores="1", **extra):
+    item = device(name, model=model)
+    item["consumesCounters"] = [{"counterSet": "set", "counters": {"cores": {"value": cores}}}]
+    item.update(extra)
+    return item
+
+
+def _pool(devices, cores="2", version="1.36"):
+    """One pool with a counter set of ``cores``: in its own slice from 1.35 on, beside the
+    devices in 1.34 (where counters live in the slice whose devices use them)."""
+    counters = [{"name": "set", "counters": {"cores": {"value": cores}}}]
+    if version == "1.34":
+        return [resource_slice(devices=devices, sharedCounters=counters)]
+    return [
+        resource_slice("counters", devices=[], count=2, sharedCounters=counters),
+        resource_slice("devices", devices=devices, count=2),
+    ]
+
+
+@pytest.mark.parametrize(("version", "status"), [("1.34", "unsatisfiable"), ("1.36", "allocated")])
+def test_a_device_refused_by_a_constraint_gives_its_counters_back_from_1_36(version, status):
+    # b is refused by matchAttribute after its counter was reserved. Before 1.36 the counter
+    # stays reserved, so the second "a" finds the set used up; 1.36's rollback returns it.
+    devices = [_counted("a0", "a"), _counted("b0", "b"), _counted("a1", "a")]
+    claims = [claim(requests=[request(count=2)], constraints=[{"matchAttribute": "model"}])]
+    output = run(claims=claims, slices=_pool(devices, version=version), version=version)
+    assert output["status"] == status
+    if status == "allocated":
+        assert devices_of(output) == ["a0", "a1"]
+
+
+@pytest.mark.parametrize(("version", "status"), [("1.34", "unsatisfiable"), ("1.36", "allocated")])
+def test_a_device_refused_for_a_taint_gives_its_counters_back_from_1_36(version, status):
+    tainted = _counted("t0", "a", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])
+    devices = [_counted("a0", "a"), tainted, _counted("a1", "a")]
+    output = run(
+        claims=[claim(requests=[request(count=2)])],
+        slices=_pool(devices, version=version),
+        features=PARTITIONABLE,
+        version=version,
+    )
+    assert output["status"] == status
+
+
+def test_1_36_gathers_a_slice_with_shared_counters_for_every_node():
+    # The counter slice names node-2, yet upstream gathers it for node-1 too (it indexes
+    # slices with counters as shared): node-2's incomplete pool (2 of 3 slices) is then
+    # seen from node-1, where an "All" request refuses it.
+    counters = [{"name": "set", "counters": {"cores": {"value": "4"}}}]
+    slices = [
+        resource_slice("local", devices=[device("gpu-0")], pool="local"),
+        resource_slice(
+            "far-counters",
+            devices=[],
+            pool="far",
+            node_name="node-2",
+            count=3,
+            sharedCounters=counters,
+        ),
+        resource_slice(
+            "far-devices", devices=[device("gpu-9")], pool="far", node_name="node-2", count=3
+        ),
+    ]
+    claims = [claim(requests=[request(allocationMode="All")])]
+    output = run(claims=claims, slices=slices, nodes=[node("node-1"), node("node-2")])
+    assert output["status"] == "error"
+    assert "resource pool gpu.example.com/far is currently being updated" in output["error"]
+    # An exact count takes node-1's own device: the incomplete pool only stops "All".
+    output = run(slices=slices, nodes=[node("node-1"), node("node-2")])
+    assert devices_of(output) == ["gpu-0"]
+
+
+def _held_by_a_share():
+    share = result(
+        "shared",
+        shareID="00000000-0000-0000-0000-000000000001",
+        consumedCapacity={"memory": "10Gi"},
+    )
+    return [allocated_claim(share)]
+
+
+def _shared(cores="2"):
+    return _counted(
+        "shared",
+        "a",
+        cores=cores,
+        allowMultipleAllocations=True,
+        capacity={"memory": {"value": "80Gi"}},
+    )
+
+
+@pytest.mark.parametrize(("version", "status"), [("1.34", "allocated"), ("1.36", "unsatisfiable")])
+def test_a_device_held_only_by_shares_has_taken_its_counters_from_1_36(version, status):
+    # 1.36 counts a device held by shares as having taken its counters; 1.34 counts only
+    # devices allocated whole, so "other" still finds the set's two cores there.
+    devices = [_counted("other", "b"), _shared()]
+    claims = [
+        claim(requests=[request(selectors=['device.attributes["gpu.example.com"].model == "b"'])])
+    ]
+    output = run(
+        claims=claims,
+        slices=_pool(devices, version=version),
+        allocated=_held_by_a_share(),
+        features=ALL_FEATURES,
+        version=version,
+    )
+    assert output["status"] == status
+
+
+@pytest.mark.parametrize("version", ["1.34", "1.36"])
+def test_one_more_share_of_a_shared_device_fits_once_its_counters_are_spent(version):
+    # The set has room for the device's counters once. 1.36 counts them as taken by the
+    # share and then skips the counter check for a device whose capacity is in use; 1.34
+    # counts only whole devices, so it checks and finds room. Either way one more share fits.
+    claims = [claim(requests=[request(capacity={"requests": {"memory": "10Gi"}})])]
+    output = run(
+        claims=claims,
+        slices=_pool([_shared()], version=version),
+        allocated=_held_by_a_share(),
+        features=ALL_FEATURES,
+        version=version,
+    )
+    assert output["status"] == "allocated"
