@@ -3,8 +3,8 @@
 Kubernetes' base environment has them since 1.32: ``all``, ``exists``, ``existsOne`` (and
 ``exists_one``) with three arguments, ``transformList``, ``transformMap`` and
 ``transformMapEntry`` with three or four. Over a list the variables are the index and the element,
-over a map the key and the value. cel-cpp 0.1.3 has none of them, nor the one-variable
-``existsOne`` spelling, so the source is rewritten into one-variable macros over the range's keys
+over a map the key and the value (a one-variable ``existsOne`` is a compile error upstream, as
+here: only ``exists_one`` has one variable). cel-cpp 0.1.3 has none of them, so the source is rewritten into one-variable macros over the range's keys
 (``lists.range(size)`` for a list, the map itself for a map) with ``cel.bind`` giving the second
 variable its value:
 
@@ -256,12 +256,6 @@ def _rewrite(rewrite: _Rewrite, node: Call, depth: int) -> None:
         rewrite.both(body[-1].end, node.end, tail, tail)
 
 
-def _rename_exists_one(rewrite: _Rewrite, node: Call) -> None:
-    assert node.target is not None
-    start = rewrite.text.index("existsOne", node.target.end)
-    rewrite.both(start, start + len("existsOne"), "exists_one", "exists_one")
-
-
 def _unwrap(rewrite: _Rewrite, node: Call) -> None:
     """The optional library's ``optional.unwrap(l)`` / ``l.unwrapOpt()`` (version 2, which
     cel-cpp lacks): the values of the list's present optionals, in order."""
@@ -285,9 +279,9 @@ def _is_unwrap(node: Call) -> bool:
 
 
 def comprehension_edits(text: str, tree: Node) -> tuple[list[Edit], list[Edit]]:
-    """(checked, evaluated) edits for the two-variable comprehensions, ``existsOne`` and the
-    optional library's ``unwrap`` of a parsed expression; raises :class:`ComprehensionError`
-    where upstream's macro refuses."""
+    """(checked, evaluated) edits for the two-variable comprehensions and the optional
+    library's ``unwrap`` of a parsed expression; raises :class:`ComprehensionError` where
+    upstream's macro refuses (and for the one-variable ``existsOne``, which upstream lacks)."""
     rewrite = _Rewrite(text)
     stack: list[tuple[Node, int]] = [(tree, 1)]
     while stack:
@@ -298,7 +292,14 @@ def comprehension_edits(text: str, tree: Node) -> tuple[list[Edit], list[Edit]]:
         if two_variable_arity(node):
             _rewrite(rewrite, node, depth)
         elif node.target is not None and node.function == "existsOne" and len(node.args) == 2:
-            _rename_exists_one(rewrite, node)
+            # cel-go has only ``exists_one`` for one variable: ``existsOne`` is a function
+            # nobody declared, reported at its opening parenthesis (cel-cpp would name the
+            # loop variable instead).
+            name = text.index("existsOne", node.target.end)
+            raise ComprehensionError(
+                "undeclared reference to 'existsOne' (in container '')",
+                text.index("(", name + len("existsOne")),
+            )
         elif _is_unwrap(node):
             _unwrap(rewrite, node)
     return rewrite.checked, rewrite.evaluated

@@ -190,10 +190,9 @@ def contains_cidr(value: Any, other: Any) -> bool:
         inner = _stored_cidr(other, "containsCIDR")
     if inner.address.bits != prefix.address.bits:
         return False
-    # Upstream compares the masked receiver with the *unmasked* inner address cut to the
-    # receiver's length (netip.PrefixFrom does not mask): "10.0.0.0/8" does not contain
-    # "10.1.0.0/16" there, so not here either.
-    same_network = Prefix(inner.address, prefix.length) == prefix.masked()
+    # Upstream: ``Overlaps(inner) && Bits() <= inner.Bits()``. With the receiver the shorter
+    # prefix, netip's Overlaps masks both addresses to the receiver's length and compares.
+    same_network = Prefix(inner.address, prefix.length).masked() == prefix.masked()
     return same_network and prefix.length <= inner.length
 
 

@@ -104,9 +104,13 @@ CIDR_VALUES = [
     '!isCIDR("::ffff:1.2.3.4/120") && !isCIDR("fe80::1%eth0/64") && !isCIDR("::/129")',
     'cidr("0.0.0.0/0").containsIP("255.255.255.255") && !cidr("0.0.0.0/0").containsIP("::1")',
     '!cidr("::/0").containsIP("1.2.3.4") && !cidr("10.0.0.0/8").containsCIDR("::/128")',
-    # upstream's quirk: the inner address is not masked before comparing (netip.PrefixFrom)
+    # Overlaps && Bits <= Bits, as upstream 1.34.9 and 1.36.3 answer (the differential harness)
     'cidr("10.0.0.0/8").containsCIDR("10.0.0.0/16")'
-    ' && !cidr("10.0.0.0/8").containsCIDR("10.1.0.0/16")',
+    ' && cidr("10.0.0.0/8").containsCIDR("10.1.0.0/16")'
+    ' && cidr("10.0.0.0/8").containsCIDR(cidr("10.1.0.0/16"))',
+    'cidr("2001:db8::/32").containsCIDR("2001:db8:1::/48")'
+    ' && !cidr("2001:db8:1::/48").containsCIDR("2001:db8::/32")'
+    ' && cidr("0.0.0.0/0").containsCIDR("10.1.0.0/16") && !cidr("10.1.0.0/16").containsCIDR("10.0.0.0/16")',
     'cidr("10.0.0.1/8").containsCIDR("10.0.0.0/9")',
 ]
 
