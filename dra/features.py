@@ -60,28 +60,34 @@ class Features:
         return self.version <= (1, 34)
 
     @property
-    def distinct_attribute(self) -> bool:
-        """Whether the implementation upstream picks knows ``distinctAttribute`` constraints
-        (without, a claim naming one is an error: "empty constraint"). In 1.34 only the
-        experimental one does. From 1.35 the incubating and experimental ones do, but the
-        stable one, picked whenever neither consumable capacity nor binding conditions with
-        device status is on (its features: admin access, prioritized lists, partitionable
-        devices, taints), does not."""
+    def newest_variant(self) -> bool:
+        """Whether upstream picks the implementation that has the newest checks.
+
+        In 1.34 that is the experimental one. From 1.35 it is the one picked whenever
+        consumable capacity, or binding conditions with device status, is on (1.35's
+        experimental, 1.36's incubating or experimental). The stable implementation picked
+        otherwise lacks these checks:
+        - ``distinctAttribute`` (a claim naming one is an error: "empty constraint");
+        - refusing capacity requests while consumable capacity is off;
+        - ``allowMultipleAllocations`` in CEL (always false there);
+        - putting pools with binding conditions last;
+        - ``bindsToNode``.
+        """
         if self.is_1_34:
             return self.variant == "experimental"
         return self.consumable_capacity or self.binding_and_status
 
     @property
+    def distinct_attribute(self) -> bool:
+        """Whether ``distinctAttribute`` constraints are known (see :attr:`newest_variant`)."""
+        return self.newest_variant
+
+    @property
     def capacity_requests_checked(self) -> bool:
-        """Whether the implementation upstream picks refuses capacity requests while consumable
-        capacity is off ("has capacity requests, but the DRAConsumableCapacity feature is
-        disabled"). In 1.34 only the experimental one checks. From 1.35 the check sits in
-        the implementations picked when consumable capacity or binding conditions with device
-        status are on (1.35's experimental, 1.36's incubating and experimental); the one
-        picked otherwise ignores the requests."""
-        if self.is_1_34:
-            return self.variant == "experimental"
-        return self.consumable_capacity or self.binding_and_status
+        """Whether capacity requests are refused while consumable capacity is off ("has
+        capacity requests, but the DRAConsumableCapacity feature is disabled"); otherwise
+        the field is ignored (see :attr:`newest_variant`)."""
+        return self.newest_variant
 
     @property
     def clean_rollback(self) -> bool:
@@ -117,8 +123,8 @@ class Features:
         1.34 picks the most stable implementation that supports every enabled feature; a few
         checks (capacity requests while consumable capacity is off, ``distinctAttribute``,
         ``allowMultipleAllocations`` in CEL, binding-condition ordering, ``bindsToNode``) exist
-        only in the experimental one (dra-semantics §15.8). From 1.35 on every variant behaves
-        like the experimental one for those, which this also reports.
+        only in the experimental one (dra-semantics §15.8). For 1.35 and later this answers
+        "experimental"; which checks apply there is :attr:`newest_variant`'s question.
         """
         if not self.is_1_34:
             return "experimental"

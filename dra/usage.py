@@ -96,7 +96,8 @@ def available_counters(
 
 
 def counter_shortfall(
-    available: Mapping[str, Mapping[str, Fraction]], wanted: Mapping[str, Mapping[str, Fraction]]
+    available: Mapping[str, Mapping[str, Fraction | int]],
+    wanted: Mapping[str, Mapping[str, Fraction | int]],
 ) -> list[tuple[str, str]]:
     """The (counter set, counter) pairs of which ``wanted`` takes more than is ``available``.
 

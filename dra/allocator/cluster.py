@@ -283,7 +283,7 @@ class Cluster:
             groups = {}
             from dra.cel.devices import path_getter  # the projection the result cache uses
 
-            read_key = grouping_key_reader(selector_paths, self.features.variant == "experimental")
+            read_key = grouping_key_reader(selector_paths, self.features.newest_variant)
             getters = [path_getter(path) for path in selector_paths]
             for resource_slice, device in self.inventory.devices:
                 if read_key is not None:

@@ -199,6 +199,6 @@ def gather_pools(inventory: Inventory, node: Node, features: Features) -> list[P
             pools.append(Pool(driver, name, incomplete=True))
             continue
         pools.append(build_pool(driver, name, slices, features, same_generation))
-    if features.variant == "experimental":
+    if features.newest_variant:
         pools.sort(key=lambda pool: pool.has_binding_conditions)
     return pools

@@ -95,7 +95,7 @@ def _same_requirement(left: NodeSelectorRequirement, right: NodeSelectorRequirem
 def _node_selector(
     allocation: ClaimAllocation, node_name: str, features: Features
 ) -> dict[str, Any] | None:
-    binds_to_node_known = features.variant == "experimental"
+    binds_to_node_known = features.newest_variant
     fields: list[NodeSelectorRequirement] = []
     expressions: list[NodeSelectorRequirement] = []
     for result in allocation.results:

@@ -121,7 +121,7 @@ class CaseData:
     def input_for(self, resource_slice: ResourceSlice, device: Device) -> DeviceInput:
         cached = self.inputs.get(device.uid)
         if cached is None:
-            expose = self.features.variant == "experimental"
+            expose = self.features.newest_variant
             cached = device_input(
                 device,
                 resource_slice.driver,
@@ -237,6 +237,11 @@ def _violates_policy(amount: Quantity, policy: CapacityPolicy | None) -> bool:
     return False
 
 
+def _exact(value: Fraction) -> Fraction | int:
+    """A whole amount as an int (much faster to add and compare), others as they are."""
+    return value.numerator if value.denominator == 1 else value
+
+
 def _share_amounts(data: _RequestData, candidate: Candidate) -> dict[str, Quantity]:
     """What a share of the candidate takes of each of its capacities, unchecked (upstream's
     GetConsumedCapacityFromRequest)."""
@@ -259,6 +264,15 @@ def request_capacity_fits(
     # Names compare exactly (1.34 to 1.36): "gpu.example.com/mem" does not find "mem".
     if any(name not in capacity for name in requested):
         return None
+    # The common case: a whole, untouched device. Without a policy a capacity consumes all
+    # of itself, which fits; a policy's default is still checked below.
+    if (
+        not requested
+        and not consumed
+        and not allocating
+        and all(item.policy is None for item in capacity.values())
+    ):
+        return {name: item.value for name, item in capacity.items()}
     result: dict[str, Quantity] = {}
     for name, device_capacity in capacity.items():
         amount = _consumed_amount(
@@ -304,8 +318,10 @@ class NodeAllocation:
         self.results: list[list[DeviceResult]] = [[] for _ in case.claims]
         self.allocating: dict[DeviceKey, set[int]] = {}
         self.allocating_capacity: dict[DeviceKey, dict[str, Fraction]] = {}
-        self.consumed_counters: dict[Any, dict[str, dict[str, Fraction]]] = {}
-        self.available_counters: dict[Any, dict[str, dict[str, Fraction]]] = {}
+        self.consumed_counters: dict[Any, dict[str, dict[str, Fraction | int]]] = {}
+        self.available_counters: dict[Any, dict[str, dict[str, Fraction | int]]] = {}
+        self.over_budget: dict[Any, set[tuple[str, str]]] = {}
+        self.draws: dict[int, list[tuple[str, str, Fraction | int]]] = {}
         self.matches: dict[tuple[int, int, int, int], bool] = {}
         self.combinations = self.features.version >= (1, 36)
         self.shares = 0
@@ -524,7 +540,9 @@ class NodeAllocation:
     def _in_use(self, key: DeviceKey) -> bool:
         return key in self.case.allocated.in_use or bool(self.allocating.get(key))
 
-    def _counter_scope(self, candidate: Candidate) -> tuple[Any, dict[str, dict[str, Fraction]]]:
+    def _counter_scope(
+        self, candidate: Candidate
+    ) -> tuple[Any, dict[str, dict[str, Fraction | int]]]:
         if self.features.is_1_34:
             scope: Any = ("slice", candidate.slice.name)
             sets = candidate.slice.shared_counters
@@ -535,31 +553,64 @@ class NodeAllocation:
             slices = candidate.pool.slices + candidate.pool.other_slices
         available = self.available_counters.get(scope)
         if available is None:
-            available = available_counters(
-                sets, slices, self.case.allocated, self.features.shares_hold_counters
-            )
+            available = {
+                set_name: {name: _exact(left) for name, left in counters.items()}
+                for set_name, counters in available_counters(
+                    sets, slices, self.case.allocated, self.features.shares_hold_counters
+                ).items()
+            }
             self.available_counters[scope] = available
         return scope, available
 
     def _reserve_counters(self, candidate: Candidate) -> bool:
+        """Add the device's draw and check every counter of the scope, as upstream does (a
+        scope already over budget admits nothing). The counters over budget are kept per
+        scope and updated for the counters the device touches, so the check does not walk
+        every counter of the scope each time."""
         scope, available = self._counter_scope(candidate)
         consumed = self.consumed_counters.setdefault(scope, {})
-        for consumption in candidate.device.consumes_counters:
-            counters = consumed.setdefault(consumption.counter_set, {})
-            for name, amount in consumption.counters.items():
-                counters[name] = counters.get(name, Fraction(0)) + amount.value
-        if counter_shortfall(available, consumed):
-            self._release_counters(candidate)
+        over = self.over_budget.get(scope)
+        if over is None:
+            over = self.over_budget[scope] = set(counter_shortfall(available, consumed))
+        self._draw(candidate, available, consumed, over, 1)
+        if over:
+            self._draw(candidate, available, consumed, over, -1)
             return False
         return True
 
     def _release_counters(self, candidate: Candidate) -> None:
-        scope, _ = self._counter_scope(candidate)
-        consumed = self.consumed_counters[scope]
-        for consumption in candidate.device.consumes_counters:
-            counters = consumed[consumption.counter_set]
-            for name, amount in consumption.counters.items():
-                counters[name] -= amount.value
+        scope, available = self._counter_scope(candidate)
+        over = self.over_budget[scope]
+        self._draw(candidate, available, self.consumed_counters[scope], over, -1)
+
+    def _draw(
+        self,
+        candidate: Candidate,
+        available: dict[str, dict[str, Fraction | int]],
+        consumed: dict[str, dict[str, Fraction | int]],
+        over: set[tuple[str, str]],
+        sign: int,
+    ) -> None:
+        device = candidate.device
+        draws = self.draws.get(device.uid)
+        if draws is None:
+            # Whole amounts as ints: Fraction arithmetic is most of a counter-heavy search.
+            draws = self.draws[device.uid] = [
+                (consumption.counter_set, name, _exact(amount.value))
+                for consumption in device.consumes_counters
+                for name, amount in consumption.counters.items()
+            ]
+        for set_name, name, amount in draws:
+            counters = consumed.setdefault(set_name, {})
+            total = counters.get(name, 0) + amount if sign > 0 else counters[name] - amount
+            counters[name] = total
+            left = available.get(set_name, {}).get(name)
+            if left is None:
+                continue  # a counter no set defines does not limit
+            if left < total:
+                over.add((set_name, name))
+            else:
+                over.discard((set_name, name))
 
     def _taint_blocks(self, device: Device, request: ExactRequest) -> bool:
         return bool(untolerated_taints(device, request.tolerations, self.features))
@@ -765,11 +816,15 @@ class NodeAllocation:
             )
             if undo is None:
                 return False
+            # 1.34 drops the alternative's index here (allocator_incubating.go:866, and the
+            # experimental one's :983): the request's next device is then filled as one of
+            # its *first* alternative, from this device index on.
+            next_sub = 0 if self.features.is_1_34 else sub_index
             try:
                 done = yield (
                     claim_index,
                     request_index,
-                    sub_index,
+                    next_sub,
                     device_index + 1,
                     allocating_subrequest,
                     (0, 0, 0),

@@ -4,7 +4,8 @@ Kubernetes' base environment has them since 1.32: ``all``, ``exists``, ``existsO
 ``exists_one``) with three arguments, ``transformList``, ``transformMap`` and
 ``transformMapEntry`` with three or four. Over a list the variables are the index and the element,
 over a map the key and the value (a one-variable ``existsOne`` is a compile error upstream, as
-here: only ``exists_one`` has one variable). cel-cpp 0.1.3 has none of them, so the source is rewritten into one-variable macros over the range's keys
+here: only ``exists_one`` has one variable). cel-cpp 0.1.3 has none of them, so the source is
+rewritten into one-variable macros over the range's keys
 (``lists.range(size)`` for a list, the map itself for a map) with ``cel.bind`` giving the second
 variable its value:
 

@@ -5,8 +5,9 @@
 //
 // What the scheduler does around the allocator is reproduced: objects get the API server's
 // defaults, the allocated state is gathered from allocatedClaims as the scheduler's claim tracker
-// gathers it, nodes are tried in name order (or only the named one), the first error stops the
-// search, and every Allocate call has the scheduler's 10 s budget.
+// gathers it, and every Allocate call has the scheduler's 10 s budget. Nodes are tried as the
+// contract tries them: in name order (or only the named one), the first that allocates wins,
+// and when none does the first error is the answer.
 package main
 
 import (
@@ -178,17 +179,24 @@ func run(line []byte) (out answer) {
 		}
 		nodes = chosen[:1]
 	}
+	var firstErr error
 	for _, node := range nodes {
 		attempt, cancel := context.WithTimeout(ctx, 10*time.Second)
 		results, err := allocator.Allocate(attempt, node, claims)
 		cancel()
 		if err != nil {
-			return answer{Name: c.Name, Status: "error", Error: err.Error(), Variant: variant(allocator)}
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
 		}
 		if results != nil {
 			name := node.Name
 			return answer{Name: c.Name, Status: "allocated", Node: &name, Allocations: results, Variant: variant(allocator)}
 		}
+	}
+	if firstErr != nil {
+		return answer{Name: c.Name, Status: "error", Error: firstErr.Error(), Variant: variant(allocator)}
 	}
 	return answer{Name: c.Name, Status: "unsatisfiable", Variant: variant(allocator)}
 }

@@ -110,7 +110,8 @@ CIDR_VALUES = [
     ' && cidr("10.0.0.0/8").containsCIDR(cidr("10.1.0.0/16"))',
     'cidr("2001:db8::/32").containsCIDR("2001:db8:1::/48")'
     ' && !cidr("2001:db8:1::/48").containsCIDR("2001:db8::/32")'
-    ' && cidr("0.0.0.0/0").containsCIDR("10.1.0.0/16") && !cidr("10.1.0.0/16").containsCIDR("10.0.0.0/16")',
+    ' && cidr("0.0.0.0/0").containsCIDR("10.1.0.0/16")'
+    ' && !cidr("10.1.0.0/16").containsCIDR("10.0.0.0/16")',
     'cidr("10.0.0.1/8").containsCIDR("10.0.0.0/9")',
 ]
 

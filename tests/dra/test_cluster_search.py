@@ -241,7 +241,7 @@ def test_the_index_matches_and_fails_exactly_as_evaluating_each_device(expressio
     from dra.cel import CelRuntimeError, compile_selector, device_input
 
     cluster, _ = build_cluster(_attribute_shapes_case())
-    expose = cluster.features.variant == "experimental"
+    expose = cluster.features.newest_variant
     selector = compile_selector(expression)
     expected_matches, expected_errors = [], []
     for resource_slice_, device_ in cluster.inventory.devices:

@@ -9,11 +9,13 @@ from .cases import (
     claim,
     device,
     devices_of,
+    first_available,
     node,
     request,
     resource_slice,
     result,
     run,
+    subrequest,
 )
 
 PARTITIONABLE = {"partitionableDevices": True, "deviceTaints": True}
@@ -142,3 +144,89 @@ def test_one_more_share_of_a_shared_device_fits_once_its_counters_are_spent(vers
         version=version,
     )
     assert output["status"] == "allocated"
+
+
+def _fallback_to_all(first):
+    requests = [
+        first_available("r", subrequest("s0", **first), subrequest("s1", allocationMode="All"))
+    ]
+    return requests
+
+
+THREE = [device("gpu-0", model="a"), device("gpu-1", model="b"), device("gpu-2", model="a")]
+NONE_MATCH = {"count": 1, "selectors": ['device.attributes["gpu.example.com"].model == "c"']}
+TWO_B = {"count": 2, "selectors": ['device.attributes["gpu.example.com"].model == "b"']}
+
+
+@pytest.mark.parametrize(
+    ("version", "first", "expected"),
+    [
+        # 1.34 forgets which alternative it fills after the first device of an "All" one
+        # that is not the first: the rest of the request is filled as the first alternative,
+        # from that device index on (issue 26, item 1).
+        ("1.34", NONE_MATCH, [("r/s1", "gpu-0")]),
+        ("1.34", TWO_B, [("r/s1", "gpu-0"), ("r/s0", "gpu-1")]),
+        ("1.36", NONE_MATCH, [("r/s1", "gpu-0"), ("r/s1", "gpu-1"), ("r/s1", "gpu-2")]),
+        ("1.36", TWO_B, [("r/s1", "gpu-0"), ("r/s1", "gpu-1"), ("r/s1", "gpu-2")]),
+    ],
+)
+def test_an_all_alternative_after_the_first_is_filled_per_version(version, first, expected):
+    output = run(
+        claims=[claim(requests=_fallback_to_all(first))],
+        slices=[resource_slice(devices=THREE)],
+        features={"prioritizedList": True},
+        version=version,
+    )
+    assert output["status"] == "allocated"
+    results = output["allocations"][0]["devices"]["results"]
+    assert [(item["request"], item["device"]) for item in results] == expected
+
+
+@pytest.mark.parametrize(("version", "status"), [("1.34", "allocated"), ("1.36", "error")])
+def test_1_34_never_reaches_the_constraint_of_an_all_alternative_after_the_first(version, status):
+    output = run(
+        claims=[
+            claim(
+                requests=_fallback_to_all(NONE_MATCH),
+                constraints=[{"matchAttribute": "gpu.example.com/model"}],
+            )
+        ],
+        slices=[resource_slice(devices=THREE)],
+        features={"prioritizedList": True},
+        version=version,
+    )
+    assert output["status"] == status
+
+
+@pytest.mark.parametrize(
+    ("features", "refused"),
+    [
+        # Binding without device status picks the stable implementation, which does not sort
+        # (Go map order: upstream names z 15 times in 16 and y once); name order is the
+        # reproducible one of its answers.
+        ({"deviceBinding": True}, "gpu.example.com/p1/z"),
+        # With both, pools holding devices with binding conditions come last.
+        ({"deviceBinding": True, "deviceStatus": True}, "gpu.example.com/p0/y"),
+    ],
+)
+def test_pools_with_binding_conditions_come_last_only_where_upstream_sorts_them(features, refused):
+    bound = device("x", model="a")
+    bound["bindingConditions"] = ["ready"]
+    slices = [
+        resource_slice("s0", devices=[bound, device("y", model="b")], pool="p0"),
+        resource_slice("s1", devices=[device("z", model="a")], pool="p1"),
+    ]
+    claims = [
+        claim(
+            requests=[
+                request(
+                    allocationMode="All",
+                    selectors=['!("x" in device.attributes["gpu.example.com"])'],
+                )
+            ],
+            constraints=[{"matchAttribute": "gpu.example.com/model"}],
+        )
+    ]
+    output = run(claims=claims, slices=slices, features=features)
+    assert output["status"] == "error"
+    assert f"cannot add device {refused} because a claim constraint" in output["error"]
