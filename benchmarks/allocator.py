@@ -110,10 +110,29 @@ COLD_CASES = (
 )
 
 
-def cold_process_times(case: dict[str, Any], runs: int, keep: Path | None) -> None:
-    """Whole-process ``manage.py allocate`` on each S40k case: interpreter start, imports,
-    reading and parsing the JSON line, indexing, allocating, writing the answer."""
+def _timed(command: list[str], path: Path, cwd: Path) -> tuple[float, float, dict[str, Any]]:
+    """Wall and CPU (user + sys) seconds of one child process reading ``path``, and its answer."""
     import subprocess
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    with path.open() as source:
+        done = subprocess.run(  # noqa: S603 - our own interpreter or harness binary
+            command, stdin=source, cwd=cwd, capture_output=True, text=True, check=True
+        )
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu, json.loads(done.stdout.splitlines()[-1])
+
+
+def cold_process_times(
+    case: dict[str, Any], runs: int, keep: Path | None, upstream: Path | None = None
+) -> None:
+    """Whole-process ``manage.py allocate`` on each S40k case: interpreter start, imports,
+    reading and parsing the JSON line, indexing, allocating, writing the answer. With
+    ``upstream`` (``scripts/upstream_allocator/``'s binary) the same case files go through
+    Kubernetes' own allocator the same way, and the CPU ratio is printed."""
     import tempfile
 
     root = Path(__file__).resolve().parent.parent
@@ -128,19 +147,9 @@ def cold_process_times(case: dict[str, Any], runs: int, keep: Path | None) -> No
             cpu: list[float] = []
             answer: dict[str, Any] = {}
             for _ in range(runs):
-                before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                started = time.perf_counter()
-                done = subprocess.run(
-                    [sys.executable, "manage.py", "allocate", "--input", str(path)],
-                    cwd=root,
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                )
-                seconds.append(time.perf_counter() - started)
-                after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-                answer = json.loads(done.stdout.splitlines()[-1])
+                wall, used, answer = _timed([sys.executable, "manage.py", "allocate"], path, root)
+                seconds.append(wall)
+                cpu.append(used)
             report(
                 f"cold `manage.py allocate`, {label} ({answer.get('status')}): wall",
                 f"{statistics.median(seconds):.2f} s",
@@ -150,6 +159,21 @@ def cold_process_times(case: dict[str, Any], runs: int, keep: Path | None) -> No
                 "  the same, CPU (user + sys; what a loaded machine does not inflate)",
                 f"{statistics.median(cpu):.2f} s",
                 f"min {min(cpu):.2f} s",
+            )
+            if upstream is None:
+                continue
+            theirs = [_timed([str(upstream)], path, root) for _ in range(runs)]
+            their_cpu = statistics.median(item[1] for item in theirs)
+            status = theirs[-1][2].get("status")
+            report(
+                f"  Kubernetes' allocator, same case ({status}), CPU",
+                f"{their_cpu:.2f} s",
+                f"wall {statistics.median(item[0] for item in theirs):.2f} s",
+            )
+            report(
+                "  CPU ratio, project / upstream",
+                f"{statistics.median(cpu) / their_cpu:.2f}×",
+                "≤ 1.0×",
             )
     if keep:
         print(f"  case files for the Go comparison: {keep}/cold-*.jsonl")
@@ -202,12 +226,18 @@ def main() -> None:
     parser.add_argument(
         "--keep-cases", type=Path, metavar="DIR", help="write the cold cases' JSON Lines here"
     )
+    parser.add_argument(
+        "--upstream",
+        type=Path,
+        metavar="BINARY",
+        help="also time Kubernetes' allocator on the cold cases (scripts/upstream_allocator/)",
+    )
     args = parser.parse_args()
     print("machine:", machine())
     case = build_case()
     if args.keep_cases:
         args.keep_cases.mkdir(parents=True, exist_ok=True)
-    cold_process_times(case, args.cold_runs, args.keep_cases)
+    cold_process_times(case, args.cold_runs, args.keep_cases, args.upstream)
     if args.cold_only:
         return
     started = time.perf_counter()

@@ -431,6 +431,9 @@ class Cluster:
                 if need.matches.errors and not need.matches.errors.isdisjoint(visible):
                     return False
         devices = self.inventory.devices
+        # Before 1.36 one shared device can serve several devices of a request (dra-semantics
+        # §15.6), so counting distinct devices proves nothing where such a device is usable.
+        repeats = self.features.consumable_capacity and self.features.version < (1, 36)
         for options in needs:
             fits = False
             for need in options:
@@ -441,6 +444,9 @@ class Cluster:
                     if matches.free is None:
                         matches.free = matches.passing - self._busy
                     usable = visible & matches.free
+                if repeats and any(devices[uid][1].allow_multiple_allocations for uid in usable):
+                    fits = True
+                    break
                 if need.attributes and len(usable) >= need.count:
                     groups: dict[tuple[object, ...], int] = {}
                     for uid in sorted(usable):

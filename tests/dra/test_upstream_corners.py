@@ -230,3 +230,28 @@ def test_pools_with_binding_conditions_come_last_only_where_upstream_sorts_them(
     output = run(claims=claims, slices=slices, features=features)
     assert output["status"] == "error"
     assert f"cannot add device {refused} because a claim constraint" in output["error"]
+
+
+@pytest.mark.parametrize(("version", "status"), [("1.34", "allocated"), ("1.36", "unsatisfiable")])
+def test_a_node_whose_one_shared_device_serves_a_whole_request_is_not_skipped(version, status):
+    # Before 1.36 one shared device can serve several devices of a request (dra-semantics
+    # §15.6), so the cluster-wide pre-filter must not skip node-1 for having one device only.
+    shared = device("shared", model="a")
+    shared["allowMultipleAllocations"] = True
+    shared["capacity"] = {"memory": {"value": "40Gi", "requestPolicy": {"default": "10Gi"}}}
+    others = [device(f"other-{index}", model="b") for index in range(2)]
+    for item in others:
+        item["capacity"] = {"memory": {"value": "40Gi"}}
+    slices = [resource_slice(devices=[shared, *others], node_name="node-1")]
+    selector = 'device.attributes["gpu.example.com"].model == "a"'
+    output = run(
+        claims=[claim(requests=[request(count=3, selectors=[selector])])],
+        slices=slices,
+        nodes=[node("node-0"), node("node-1")],
+        node_name=None,
+        features=ALL_FEATURES,
+        version=version,
+    )
+    assert output["status"] == status
+    if status == "allocated":
+        assert devices_of(output) == ["shared"] * 3
