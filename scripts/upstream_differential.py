@@ -18,14 +18,17 @@ project and with upstream, and reports:
   must still allocate: an allocation upstream cannot make from the project's devices is not one
   it would accept.
 
-``--cases-file FILE`` answers the lines of a JSON Lines file instead of generating (the cases in
-``tests/dra/upstream_cases/``); ``--write-differences FILE`` keeps every differing case.
+``--cases-file FILE`` answers the lines of a JSON Lines file instead of generating;
+``--write-differences FILE`` keeps every differing case; ``--record FILE.jsonl.gz`` keeps the
+cases with upstream's steady answers, which the suite replays without Go
+(``tests/dra/upstream_answers.jsonl.gz``).
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import gzip
 import json
 import random
 import subprocess
@@ -334,6 +337,24 @@ def _panics(answer: dict[str, Any]) -> bool:
     return answer["status"] == "error" and "panics: index out of range" in answer.get("error", "")
 
 
+def _steady_answers(binary: str, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each case with upstream's status (and devices, when allocated), where three runs agree
+    and none panics: what the suite replays (``tests/dra/test_upstream_recorded.py``)."""
+    runs = [answer_all([binary], cases) for _ in range(3)]
+    steady = []
+    for case, *answers in zip(cases, *runs, strict=True):
+        shapes = {json.dumps([item["status"], _devices(item)]) for item in answers}
+        if len(shapes) == 1 and answers[0]["status"] != "panic":
+            steady.append(
+                {
+                    "case": case,
+                    "status": answers[0]["status"],
+                    "devices": _devices(answers[0]),
+                }
+            )
+    return steady
+
+
 def compare(version: str, binary: str, cases: list[dict[str, Any]], keep: list[dict]) -> Counter:
     project = answer_all([sys.executable, "manage.py", "allocate"], cases)
     upstream = answer_all([binary], cases)
@@ -380,7 +401,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=20261203)
     parser.add_argument("--cases-file", type=Path)
     parser.add_argument("--write-differences", type=Path)
+    parser.add_argument(
+        "--record",
+        type=Path,
+        metavar="FILE.jsonl.gz",
+        help="keep each case with upstream's answer, where three runs agree (for the suite)",
+    )
     options = parser.parse_args()
+    recorded: list[dict] = []
     differences: list[dict] = []
     for spec in options.upstream:
         version, binary = spec.split("=", 1)
@@ -392,9 +420,15 @@ def main() -> None:
             rng = random.Random(f"{options.seed}-{version}")  # noqa: S311 - seeded cases
             cases = [random_case(rng, version, number) for number in range(options.cases)]
         counts = compare(version, binary, cases, differences)
+        if options.record:
+            recorded.extend(_steady_answers(binary, cases))
         print(f"Kubernetes {version}: {len(cases)} cases, seed {options.seed}")
         for key in sorted(counts):
             print(f"  {key}: {counts[key]}")
+    if options.record:
+        with gzip.open(options.record, "wt") as out:
+            out.writelines(json.dumps(item, separators=(",", ":")) + "\n" for item in recorded)
+        print(f"recorded {len(recorded)} cases with upstream's answers in {options.record}")
     if options.write_differences:
         options.write_differences.write_text(
             "".join(json.dumps(item) + "\n" for item in differences)
