@@ -5,7 +5,7 @@ and cost charges.
 **How the three types stay distinct.** cel-expr-python cannot declare a new object type with
 values, but its ``cel.Type.AbstractType`` declares an opaque type the *checker* keeps apart
 from every other: ``ip("1.2.3.4").getHost()`` or ``cidr("10.0.0.0/8").family()`` is a compile
-error ("found no matching overload for 'getHost' applied to '(net.IP)'"), as upstream. Python
+error ("found no matching overload for 'getHost' applied to 'net.IP.()'"), as upstream. Python
 cannot produce values of an abstract type, though, so the types live in the two environments
 of :mod:`dra.cel.environment`:
 

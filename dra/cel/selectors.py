@@ -52,6 +52,8 @@ def _runtime_message(message: str) -> str:
     ):
         if text.startswith(prefix):
             text = text[len(prefix) :]
+    if text == "divide by zero":  # cel-go's words
+        return "division by zero"
     if text.startswith("Key not found in map : "):
         return "no such key: " + text[len("Key not found in map : ") :].strip('"')
     if text.startswith("No matching overloads found"):
@@ -167,7 +169,58 @@ class CompiledSelector:
 
 
 def _compile_error(expression: str, message: str) -> CelCompileError:
-    return CelCompileError(f"compilation failed: {message}")
+    return CelCompileError(f"compilation failed: {_cel_go_overloads(message)}")
+
+
+_OVERLOAD = re.compile(
+    r"(ERROR: <input>:\d+:(\d+): found no matching overload for '([^']+)' applied to )"
+    r"'\((.*?)\)'(\n \| ([^\n]*)\n)"
+)
+
+
+def _cel_go_overloads(message: str) -> str:
+    """cel-go's spelling of a failed overload: a receiver call's target before the dot
+    (``'string.()'``, cel-cpp writes ``'(string)'``) and ``!error!`` for an unknown type."""
+
+    def respell(match: re.Match[str]) -> str:
+        column, function, arguments, source = (
+            int(match.group(2)),
+            match.group(3),
+            match.group(4),
+            match.group(6),
+        )
+        arguments = arguments.replace("*error*", "!error!")
+        start = column - 1 - len(function)  # the caret sits on the call's parenthesis
+        receiver = (
+            start > 0
+            and source[start - 1 : start] == "."
+            and source[start : column - 1] == function
+        )
+        if receiver:
+            parts = _top_level_split(arguments)
+            arguments_text = f"{parts[0]}.({', '.join(parts[1:])})"
+        else:
+            arguments_text = f"({arguments})"
+        return f"{match.group(1)}'{arguments_text}'{match.group(5)}"
+
+    return _OVERLOAD.sub(respell, message)
+
+
+def _top_level_split(text: str) -> list[str]:
+    """Split a type list at the commas outside parentheses (``map(string, int), int``)."""
+    parts: list[str] = []
+    depth = 0
+    current = ""
+    for character in text:
+        if character == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+            continue
+        depth += character == "("
+        depth -= character == ")"
+        current += character
+    parts.append(current.strip())
+    return parts
 
 
 def _format_compile_failure(error: Exception) -> str:

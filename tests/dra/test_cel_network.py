@@ -316,15 +316,15 @@ def test_an_invalid_literal_is_a_runtime_error_with_the_whole_upstream_message()
     [
         (
             'ip("1.2.3.4").getHost() == ""',
-            "found no matching overload for 'getHost' applied to '(net.IP)'",
+            "found no matching overload for 'getHost' applied to 'net.IP.()'",
         ),
         (
             'cidr("10.0.0.0/8").family() == 4',
-            "no matching overload for 'family' applied to '(net.CIDR)'",
+            "no matching overload for 'family' applied to 'net.CIDR.()'",
         ),
         (
             'url("https://x").family() == 4',
-            "no matching overload for 'family' applied to '(kubernetes.URL)'",
+            "no matching overload for 'family' applied to 'kubernetes.URL.()'",
         ),
         ('isIP(cidr("192.168.0.0/24"))', "no matching overload for 'isIP' applied to '(net.CIDR)'"),
         ("ip(1).family() == 4", "no matching overload for 'ip'"),

@@ -8,6 +8,7 @@ from .cases import (
     allocated_claim,
     claim,
     device,
+    device_class,
     devices_of,
     first_available,
     node,
@@ -255,3 +256,30 @@ def test_a_node_whose_one_shared_device_serves_a_whole_request_is_not_skipped(ve
     assert output["status"] == status
     if status == "allocated":
         assert devices_of(output) == ["shared"] * 3
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        # cel-go spells a receiver call's failed overload with the target before the dot
+        (
+            '"abc".reverse() == "cba"',
+            "<input>:1:14: found no matching overload for 'reverse' applied to 'string.()'",
+        ),
+        (
+            'regex.replace("abc", "b", "x") == "axc"',
+            "no matching overload for 'replace' applied to '!error!.(string, string, string)'",
+        ),
+        # a global call keeps the plain list
+        ('isIP(cidr("10.0.0.0/8"))', "no matching overload for 'isIP' applied to '(net.CIDR)'"),
+    ],
+)
+def test_compile_errors_spell_overloads_as_cel_go_does(expression, message):
+    output = run(classes=[device_class("gpu", expression)])
+    assert output["status"] == "error"
+    assert message in output["error"]
+
+
+def test_a_division_by_zero_is_named_as_cel_go_names_it():
+    output = run(classes=[device_class("gpu", "1 / 0 == 0")])
+    assert output["error"].endswith("CEL runtime error: division by zero")
