@@ -38,7 +38,7 @@ from typing import Any
 
 from dra.cel.costs import RANK, Edit
 from dra.cel.errors import CelRuntimeError
-from dra.cel.syntax import Call, Ident, Node, children
+from dra.cel.syntax import Call, Ident, Node, Select, children
 
 __all__ = [
     "CHECKING_DECLARATIONS",
@@ -195,7 +195,9 @@ class _Rewrite:
 
 def _variable(node: Node) -> str:
     if not isinstance(node, Ident):
-        raise ComprehensionError("argument must be a simple name", node.start)
+        # cel-go reports a field selection at its dot
+        position = node.dot if isinstance(node, Select) else node.start
+        raise ComprehensionError("argument must be a simple name", position)
     return node.name
 
 

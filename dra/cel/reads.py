@@ -294,7 +294,9 @@ class _Analyzer:
 
     def visit_call(self, node: Call, scope: dict[str, str]) -> None:
         if node.function in _RESERVED or is_reserved(node.function):
-            raise UnknownFunction(node.function, self.walk.text.index(node.function, node.start))
+            # cel-go reports an undeclared function at its call's parenthesis
+            name = self.walk.text.index(node.function, node.start)
+            raise UnknownFunction(node.function, self.walk.text.index("(", name))
         if node.target is not None and node.function in RENAMED:
             start = self.walk.text.index(node.function, node.target.end)
             self.walk.rename(start, start + len(node.function), RENAMED[node.function])

@@ -41,6 +41,9 @@ _SEMVER_KEY = 0
 _results: dict[tuple[str, bool, tuple[Any, ...]], bool | str] = {}
 
 
+_INDEX_ERROR = re.compile(r"Index error: index=(-?\d+) size=\d+")
+
+
 def _runtime_message(message: str) -> str:
     text = message
     for prefix in (
@@ -57,7 +60,10 @@ def _runtime_message(message: str) -> str:
     if text.startswith("Key not found in map : "):
         return "no such key: " + text[len("Key not found in map : ") :].strip('"')
     if text.startswith("No matching overloads found"):
-        return "no such overload: " + text.split(":", 1)[-1].strip()
+        return "no such overload"  # cel-go names neither the function nor the types
+    index = _INDEX_ERROR.fullmatch(text)
+    if index is not None:
+        return f"index out of bounds: {index.group(1)}"
     return text
 
 
@@ -143,6 +149,12 @@ class CompiledSelector:
         except RuntimeError as error:
             if "budget" in str(error) or cost_exceeded():
                 return None
+            return _runtime_message(str(error))
+        except ValueError as error:
+            # cel-cpp's lists.range(n) reserves n elements first: a negative n fails in C++
+            # (upstream answers an empty list; docs/allocator.md lists the difference).
+            if "vector::reserve" in str(error):
+                return "lists.range: the size must not be negative"
             return _runtime_message(str(error))
         return result if settle(root_cost) else None
 
@@ -414,19 +426,26 @@ def compile_selector(expression: str) -> CompiledSelector:
     except CelNestingError as error:
         return CompiledSelector(expression, None, None, _compile_error(expression, str(error)))
     except (UnknownDeviceField, UnknownFunction, ComprehensionError) as error:
-        line = expression.count("\n", 0, error.position) + 1
-        column = error.position - (expression.rfind("\n", 0, error.position) + 1) + 1
+        position = error.position
         if isinstance(error, UnknownDeviceField):
             problem = f"undefined field '{error.name}'"
+            position = expression.rfind(".", 0, position + 1)  # cel-go points at the dot
         elif isinstance(error, UnknownFunction):
-            problem = f"undeclared reference to '{error.name}'"
+            problem = f"undeclared reference to '{error.name}' (in container '')"
         else:
             problem = error.message
+        line = expression.count("\n", 0, position) + 1
+        start = expression.rfind("\n", 0, position) + 1
+        column = position - start
+        source = expression.split("\n")[line - 1]
         return CompiledSelector(
             expression,
             None,
             None,
-            _compile_error(expression, f"ERROR: <input>:{line}:{column}: {problem}"),
+            _compile_error(
+                expression,
+                f"ERROR: <input>:{line}:{column + 1}: {problem}\n | {source}\n | {'.' * column}^",
+            ),
         )
     try:
         checked, compiled_text = _compile_with_cross_numeric(reads.checked_text)

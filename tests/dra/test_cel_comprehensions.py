@@ -107,7 +107,7 @@ def test_it_reports_their_runtime_errors(expression, message):
         ("[1].all(i, i, true)", r"<input>:1:12: duplicate variable name: i"),
         ("[1].transformMap(k, k, true, 1) == {}", r"<input>:1:21: duplicate variable name: k"),
         ("[1].all(i, 1, true)", r"<input>:1:12: argument must be a simple name"),
-        ("[1].exists(i.j, v, true)", r"<input>:1:12: argument must be a simple name"),
+        ("[1].exists(i.j, v, true)", r"<input>:1:13: argument must be a simple name"),
         ("[1].all(__result__, v, true)", "iteration variable overwrites accumulator variable"),
         ("1.all(i, v, true)", r"<input>:1:1: expression of type 'int' cannot be range"),
         ('"ab".exists(i, v, true)', r"expression of type 'string' cannot be range"),

@@ -283,3 +283,28 @@ def test_compile_errors_spell_overloads_as_cel_go_does(expression, message):
 def test_a_division_by_zero_is_named_as_cel_go_names_it():
     output = run(classes=[device_class("gpu", "1 / 0 == 0")])
     assert output["error"].endswith("CEL runtime error: division by zero")
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("[1, 2][5] == 1", "CEL runtime error: index out of bounds: 5"),
+        ('device.attributes["gpu.example.com"].model > 1', "CEL runtime error: no such overload"),
+        (
+            "device.nosuch == 1",
+            "ERROR: <input>:1:7: undefined field 'nosuch'\n | device.nosuch == 1\n | ......^",
+        ),
+        (
+            "dra_keys([1]).size() == 1",
+            "ERROR: <input>:1:9: undeclared reference to 'dra_keys' (in container '')\n"
+            " | dra_keys([1]).size() == 1\n | ........^",
+        ),
+        # cel-cpp's lists.range fails in C++ on a negative size (upstream: an empty list)
+        ("lists.range(-1) == []", "CEL runtime error: lists.range: the size must not be negative"),
+    ],
+)
+def test_errors_read_as_upstream_words_them(expression, message):
+    slices = [resource_slice(devices=[device("gpu-0", model="h100")])]
+    output = run(classes=[device_class("gpu", expression)], slices=slices)
+    assert output["status"] == "error"
+    assert output["error"].endswith(message)
