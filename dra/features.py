@@ -83,13 +83,6 @@ class Features:
         return self.newest_variant
 
     @property
-    def capacity_requests_checked(self) -> bool:
-        """Whether capacity requests are refused while consumable capacity is off ("has
-        capacity requests, but the DRAConsumableCapacity feature is disabled"); otherwise
-        the field is ignored (see :attr:`newest_variant`)."""
-        return self.newest_variant
-
-    @property
     def clean_rollback(self) -> bool:
         """Whether a device that is refused after its checks began is rolled back whole (its
         counters, its mark as allocating, its constraint values), as 1.36's

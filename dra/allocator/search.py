@@ -406,7 +406,9 @@ class NodeAllocation:
 
     def _prepare(self) -> None:
         features = self.features
-        capacity_checked = features.capacity_requests_checked
+        # Capacity requests while consumable capacity is off: refused by the newest variant,
+        # ignored by the others.
+        capacity_checked = features.newest_variant
         for claim_index, claim in enumerate(self.claims):
             minimum = 0
             for request_index, request in enumerate(claim.requests):
