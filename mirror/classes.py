@@ -21,7 +21,7 @@ from celery import shared_task
 from django.db import transaction
 
 from devices.models import Device, DeviceClass, DeviceClassMatch, ResourceSlice
-from dra.allocator.grouping import GroupingKey, grouping_key_reader
+from dra.allocator.grouping import GroupingKey, grouped_input, grouping_key_reader
 from dra.cel import (
     CelCompileError,
     CelRuntimeError,
@@ -41,36 +41,43 @@ ATTEMPTS = 3
 # 40,000 GPUs of one model share one evaluation (and one selector view) per class selector.
 _VERDICTS: dict[tuple[str, tuple[Any, ...]], bool] = {}
 _VERDICTS_LIMIT = 200_000
-_READERS: dict[str, GroupingKey | None] = {}
+_READERS: dict[str, tuple[GroupingKey, list[tuple[str, ...]]] | None] = {}
 
 
-def _key_reader(expression: str) -> GroupingKey | None:
-    """Reads, straight from a parsed device, the values ``expression`` reads (None when it
-    reads something that needs the whole view: such a selector is evaluated per device)."""
+def _key_reader(expression: str) -> tuple[GroupingKey, list[tuple[str, ...]]] | None:
+    """Reads, straight from a parsed device, the values ``expression`` reads, with the paths
+    they are read at (None when it reads something that needs the whole view: such a selector
+    is evaluated per device)."""
     if expression not in _READERS:
         selector = compile_selector(expression)
         reads = selector.reads
-        _READERS[expression] = (
-            grouping_key_reader(sorted(reads.paths), False)
-            if selector.error is None and reads is not None and reads.parsed
-            else None
-        )
+        found = None
+        if selector.error is None and reads is not None and reads.parsed:
+            paths = sorted(reads.paths)
+            reader = grouping_key_reader(paths, False)
+            found = None if reader is None else (reader, paths)
+        _READERS[expression] = found
     return _READERS[expression]
 
 
 def _satisfies(expression: str, resource_slice: Any, device: Any, view: list[Any]) -> bool:
-    """Whether the device satisfies one selector; ``view`` holds its selector view once one
-    was built (the first device of each shape needs one)."""
+    """Whether the device satisfies one selector; ``view`` holds its whole selector view once
+    one was built (a selector whose values are read straight from the device runs on a view of
+    those values only, so one reading a ``uuid`` converts nothing else)."""
     reader = _key_reader(expression)
-    key = reader(resource_slice, device) if reader is not None else None
+    key = reader[0](resource_slice, device) if reader is not None else None
     if key is not None:
+        assert reader is not None
         found = _VERDICTS.get((expression, key))
         if found is not None:
             return found
-    if not view:
-        view.append(device_input(device, resource_slice.driver, False))
+        device_view = grouped_input(reader[1], key, resource_slice, device, False, True)
+    else:
+        if not view:
+            view.append(device_input(device, resource_slice.driver, False))
+        device_view = view[0]
     try:
-        verdict = compile_selector(expression).matches(view[0])
+        verdict = compile_selector(expression).matches(device_view)
     except (CelCompileError, CelRuntimeError):
         verdict = False  # an error makes the device not a member (the class page says why)
     if key is not None:

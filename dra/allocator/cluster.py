@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from dra.allocator.availability import Availability, State, usage_availability
-from dra.allocator.grouping import grouping_key_reader
+from dra.allocator.grouping import grouped_input, grouping_key_reader
 from dra.allocator.pools import Inventory, device_matches_node
 from dra.allocator.search import (
     DEFAULT_TIMEOUT_SECONDS,
@@ -34,8 +34,9 @@ from dra.allocator.search import (
     Deadline,
     NodeAllocation,
 )
-from dra.cel import CelCompileError, CelRuntimeError, compile_selector
+from dra.cel import CelCompileError, CelRuntimeError, DeviceInput, compile_selector
 from dra.features import Features
+from dra.memory import without_cyclic_gc
 from dra.model import DeviceClass, ExactRequest, Node, ResourceClaim, ResourceSlice
 
 __all__ = ["Cluster", "NodeOutcome"]
@@ -86,6 +87,8 @@ class Cluster:
     _groups: dict[frozenset[tuple[str, ...]], dict[tuple[object, ...], list[int]]] = field(
         default_factory=dict
     )
+    # groupings whose keys were read straight from the devices (see ``_group_input``)
+    _keyed_groupings: set[frozenset[tuple[str, ...]]] = field(default_factory=set)
     _matches: dict[tuple[tuple[str | None, ...], tuple[str | None, ...]], _Matches] = field(
         default_factory=dict
     )
@@ -296,9 +299,42 @@ class Cluster:
                 key: tuple[object, ...] = ("error", device.uid) if found is None else found
                 groups.setdefault(key, []).append(device.uid)
             self._groups[paths] = groups
+            if read_key is not None:
+                self._keyed_groupings.add(paths)
         return groups
 
+    def _group_input(
+        self,
+        case: CaseData,
+        paths: frozenset[tuple[str, ...]],
+        key: tuple[object, ...],
+        uid: int,
+    ) -> DeviceInput:
+        """The view a group's selector runs on: only the values the key read where the key was
+        read straight from the device, else the device's whole (cached) view."""
+        resource_slice, device = self.inventory.devices[uid]
+        if paths in self._keyed_groupings and key[:1] != ("error",):
+            return grouped_input(
+                sorted(paths),
+                key,
+                resource_slice,
+                device,
+                self.features.newest_variant,
+                self.features.strict_url_host_colons,
+            )
+        return case.input_for(resource_slice, device)
+
     def _selector_matches(
+        self, selectors: tuple[str | None, ...], candidates: set[int] | None
+    ) -> _Matches:
+        """Devices passing every selector (and those a selector errs on). Grouping 50,000
+        devices and running a selector per group build a list or view per group: the cyclic
+        collector would walk the whole index meanwhile (the grouping of a selector reading a
+        ``uuid`` took 270 ms with it, 25 ms without)."""
+        with without_cyclic_gc():
+            return self._selector_matches_now(selectors, candidates)
+
+    def _selector_matches_now(
         self, selectors: tuple[str | None, ...], candidates: set[int] | None
     ) -> _Matches:
         passing = set(range(len(self.inventory.devices))) if candidates is None else set(candidates)
@@ -313,17 +349,15 @@ class Cluster:
                 errors |= passing
                 return _Matches(set(), errors, True)
             kept: set[int] = set()
-            for uids in self._grouping(
-                selector.reads.paths if selector.reads.parsed else frozenset({("all",)})
-            ).values():
+            paths = selector.reads.paths if selector.reads.parsed else frozenset({("all",)})
+            for key, uids in self._grouping(paths).items():
                 if case.deadline is not None:
                     case.deadline.check()
                 inside = [uid for uid in uids if uid in passing]
                 if not inside:
                     continue
-                resource_slice, device = self.inventory.devices[inside[0]]
                 try:
-                    matched = selector.matches(case.input_for(resource_slice, device))
+                    matched = selector.matches(self._group_input(case, paths, key, inside[0]))
                 except (CelRuntimeError, CelCompileError):
                     errors.update(inside)
                     continue

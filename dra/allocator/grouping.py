@@ -8,7 +8,9 @@ selectors that read the driver, ``allowMultipleAllocations`` and single attribut
 ``Device.attributes`` / ``Device.capacity`` with the same qualification (the last name that
 qualifies to ``domain/identifier`` wins, as in ``device_input``), and spots the devices whose
 view would carry a conversion error (an unsupported attribute kind, a version that is not
-semver), which form groups of their own.
+semver), which form groups of their own. :func:`grouped_input` then gives a group's selector
+a view holding only those values, so a selector reading a value unique to every device (a
+``uuid``) does not convert each device's other attributes and capacities.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from dra.model import Device, ResourceSlice, qualify
+from dra.cel import DeviceInput, input_from_reads
+from dra.model import Device, ResourceSlice
 from dra.semver import SemverError, parse_semver
 
-__all__ = ["GroupingKey", "grouping_key_reader"]
+__all__ = ["GroupingKey", "grouped_input", "grouping_key_reader"]
 
 GroupingKey = Callable[[ResourceSlice, Device], tuple[Any, ...] | None]
 
@@ -51,21 +54,17 @@ def _converts(attributes: Mapping[str, tuple[str, Any]]) -> bool:
     return True
 
 
-class _Names:
-    """Per (driver, names in order): which name the view keeps for each (domain, identifier)."""
-
-    def __init__(self) -> None:
-        self._plans: dict[tuple[str, tuple[str, ...]], dict[tuple[str, str], str]] = {}
-
-    def plan(self, driver: str, names: Mapping[str, Any]) -> dict[tuple[str, str], str]:
-        key = (driver, tuple(names))
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = {}
-            for name in names:
-                plan[qualify(name, driver)] = name  # later names win, as in device_input
-            self._plans[key] = plan
-        return plan
+def _spelled(names: Mapping[str, Any], full: str, short: str | None) -> str | None:
+    """The name under which ``names`` holds an id: its full ``domain/id`` spelling or, for the
+    driver's own domain, the bare id; with both present the later wins, as in device_input."""
+    if full in names:
+        if short is not None and short in names:
+            order = list(names)
+            return full if order.index(full) > order.index(short) else short
+        return full
+    if short is not None and short in names:
+        return short
+    return None
 
 
 def grouping_key_reader(
@@ -76,19 +75,24 @@ def grouping_key_reader(
     when some path needs the whole view."""
     if any(path[0] not in _READ_DIRECTLY for path in paths):
         return None
-    attribute_names = _Names()
-    capacity_names = _Names()
+    # per path: (kind, domain, full spelling, bare spelling when it has one)
+    plan = [
+        (
+            path[0],
+            path[1] if len(path) > 2 else "",
+            f"{path[1]}/{path[2]}" if len(path) > 2 else "",
+            path[2] if len(path) > 2 and "/" not in path[2] else None,
+        )
+        for path in paths
+    ]
 
     def key(resource_slice: ResourceSlice, device: Device) -> tuple[Any, ...] | None:
         attributes = device.attributes
         if not _converts(attributes):
             return None
         driver = resource_slice.driver
-        capacity = device.capacity
-        attribute_plan = capacity_plan = None
         values: list[Any] = []
-        for path in paths:
-            kind = path[0]
+        for kind, domain, full, short in plan:
             if kind == "driver":
                 values.append(driver)
             elif kind == "multi":
@@ -96,15 +100,31 @@ def grouping_key_reader(
                     bool(device.allow_multiple_allocations) and expose_multiple_allocations
                 )
             elif kind == "attr":
-                if attribute_plan is None:
-                    attribute_plan = attribute_names.plan(driver, attributes)
-                name = attribute_plan.get((path[1], path[2]))
+                name = _spelled(attributes, full, short if domain == driver else None)
                 values.append(None if name is None else attributes[name])
             else:
-                if capacity_plan is None:
-                    capacity_plan = capacity_names.plan(driver, capacity)
-                name = capacity_plan.get((path[1], path[2]))
+                capacity = device.capacity
+                name = _spelled(capacity, full, short if domain == driver else None)
                 values.append(None if name is None else capacity[name].value)
         return tuple(values)
 
     return key
+
+
+def grouped_input(
+    paths: Sequence[tuple[str, ...]],
+    key: tuple[Any, ...],
+    resource_slice: ResourceSlice,
+    device: Device,
+    expose_multiple_allocations: bool,
+    strict_host_colons: bool,
+) -> DeviceInput:
+    """The selector view of a device holding only what a grouping key read (``key`` from
+    :func:`grouping_key_reader` over the same ``paths``, never None)."""
+    return input_from_reads(
+        paths,
+        key,
+        resource_slice.driver,
+        bool(device.allow_multiple_allocations) and expose_multiple_allocations,
+        strict_host_colons=strict_host_colons,
+    )

@@ -22,7 +22,7 @@ Why a parser of our own next to the binding: cel-expr-python cannot declare an o
 map with a default, so selectors are rewritten before compiling (see :mod:`dra.cel.reads`).
 """
 
-from dra.cel.devices import DeviceInput, device_input
+from dra.cel.devices import DeviceInput, device_input, input_from_reads
 from dra.cel.environment import MAX_EXPRESSION_LENGTH, quantity_literal, semver_literal
 from dra.cel.errors import CelCompileError, CelRuntimeError
 from dra.cel.selectors import CompiledSelector, clear_caches, compile_selector, selector_errors
@@ -36,6 +36,7 @@ __all__ = [
     "clear_caches",
     "compile_selector",
     "device_input",
+    "input_from_reads",
     "quantity_literal",
     "selector_errors",
     "semver_literal",

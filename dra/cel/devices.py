@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,6 +80,52 @@ def device_input(
         capacity,
         allow_multiple,
         conversion_error,
+        cel_attributes,
+        cel_capacity,
+        strict_host_colons=strict_host_colons,
+    )
+
+
+def input_from_reads(
+    paths: Sequence[ReadPath],
+    values: Sequence[Any],
+    driver: str,
+    allow_multiple_allocations: bool,
+    *,
+    strict_host_colons: bool = True,
+) -> DeviceInput:
+    """The view of a device holding only ``values`` at ``paths`` (driver, multi, attr and cap
+    paths, as :func:`path_getter` reads them from the whole view, ``None`` for an absent one).
+
+    A selector that reads exactly ``paths`` gets the answer it gets on the device's whole view
+    (the result cache relies on the same fact), without the device's other values converted:
+    a selector reading a value unique to each device needs one view per device. The caller
+    makes sure the whole view has no conversion error.
+    """
+    attributes: dict[str, dict[str, AttributeValue]] = {}
+    cel_attributes: dict[str, dict[str, Any]] = {}
+    capacity: dict[str, dict[str, Quantity]] = {}
+    cel_capacity: dict[str, dict[str, Any]] = {}
+    for path, value in zip(paths, values, strict=True):
+        kind = path[0]
+        if value is None or kind not in ("attr", "cap"):
+            continue
+        domain, identifier = path[1], path[2]
+        if kind == "attr":
+            attributes.setdefault(domain, {})[identifier] = value
+            value_kind, raw = value
+            cel_attributes.setdefault(domain, {})[identifier] = (
+                semver_value(parse_semver(str(raw))) if value_kind == "version" else raw
+            )
+        else:
+            capacity.setdefault(domain, {})[identifier] = value
+            cel_capacity.setdefault(domain, {})[identifier] = quantity_value(value)
+    return DeviceInput(
+        driver,
+        attributes,
+        capacity,
+        allow_multiple_allocations,
+        None,
         cel_attributes,
         cel_capacity,
         strict_host_colons=strict_host_colons,

@@ -62,20 +62,30 @@ def test_memberships_by_shape_are_those_of_every_device_evaluated(monkeypatch):
         {"cel": {"expression": f'device.attributes["gpu.nvidia.com"].uuid == "{gpu.uuid}"'}}
     ]
     load([uuid_class])
-    built: list[int] = []
-    real = classes_module.device_input
+    whole: list[int] = []
+    grouped: list[int] = []
+    real_whole, real_grouped = classes_module.device_input, classes_module.grouped_input
 
-    def counting(*args, **kwargs):
-        built.append(1)
-        return real(*args, **kwargs)
+    def counting_whole(*args, **kwargs):
+        whole.append(1)
+        return real_whole(*args, **kwargs)
 
-    monkeypatch.setattr(classes_module, "device_input", counting)
+    def counting_grouped(*args, **kwargs):
+        grouped.append(1)
+        return real_grouped(*args, **kwargs)
+
+    monkeypatch.setattr(classes_module, "device_input", counting_whole)
+    monkeypatch.setattr(classes_module, "grouped_input", counting_grouped)
     classes_module._VERDICTS.clear()
     refresh_class_matches()
     assert _memberships() == _one_by_one()
     assert DeviceClassMatch.objects.filter(device_class_name="one-gpu-by-uuid").count() == 1
-    # Views are built for the first device of each shape, not for every device.
-    assert 0 < len(built) < Device.objects.count()
+    # Every fixture selector reads single values, so no device needs its whole view; a view of
+    # the values read is built for the first device of each shape, not for every device and
+    # class (the uuid class alone needs one per GPU).
+    assert whole == []
+    gpus = Device.objects.filter(driver="gpu.nvidia.com").exclude(uuid="").count()
+    assert gpus <= len(grouped) < Device.objects.count() * DeviceClass.objects.count()
 
 
 def test_a_refresh_with_nothing_changed_rewrites_no_row():
