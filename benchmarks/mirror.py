@@ -23,9 +23,11 @@ import json
 import logging
 import os
 import platform
+import re
 import resource
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -130,6 +132,17 @@ def mirror_tables() -> list[str]:
         for model in apps.get_models()
         if model._meta.db_table.startswith(MIRROR_TABLES_PREFIXES)
     ]
+
+
+def database_mib() -> float:
+    """The benchmark database's size on disk (tables, indexes, TOAST), in MiB."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_database_size(current_database())")
+        size = cursor.fetchone()[0]
+    connection.close()
+    return float(size) / 2**20
 
 
 def flush_mirror_tables() -> None:
@@ -893,8 +906,17 @@ def main() -> None:
         metavar="FILE",
         help="cProfile the watcher into FILE.cold, FILE.resync and FILE.watch-<kind>",
     )
+    parser.add_argument("--json", metavar="FILE", help="also write every figure to FILE")
+    parser.add_argument(
+        "--sizes",
+        metavar="N,N,…",
+        help="how cost grows: cold mirror, resync and pages at each node count (500,5000,50000)",
+    )
     parser.add_argument("--watcher-only", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.sizes:
+        growth([int(size) for size in args.sizes.split(",")], args.page_rounds)
+        return
     nodes = args.nodes or (500 if args.quick else 5_000)
     claims = args.claims if args.claims is not None else nodes * GPUS_PER_NODE * 9 // 10
     watch_seconds = args.watch_seconds or (10.0 if args.quick else 60.0)
@@ -1033,6 +1055,7 @@ def main() -> None:
             f"{resync['status_tuples'][1]})"
         )
 
+        report("database size after the cold mirror", f"{database_mib():,.0f} MiB")
         receive("ready")
         churn = Churn(emulator, claim_keys, slice_names)
         phases = []
@@ -1130,6 +1153,91 @@ def main() -> None:
         if page_timings(args.page_rounds):
             node_and_dashboard_timings(args.page_rounds)
     print(f"\nMachine: {machine()}, PostgreSQL {pg_version}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"nodes": nodes, "claims": claims, "rows": ROWS}))
+
+
+# -- how cost grows with the cluster --------------------------------------------------------------
+
+# (label prefix of a report row, name in the growth table, unit): the row's last number is taken
+# (a "p50 / p95" row gives its p95, the export's "p50 / max" its max).
+GROWTH_FIGURES = [
+    ("cold mirror until pages are right", "cold mirror until pages are right", "s"),
+    ("floor: LIST", "the floor (LIST + decode + flatten + COPY)", "s"),
+    ("resync with no changes", "resync, nothing changed", "s"),
+    ("watcher peak RSS (cold mirror + resync)", "watcher peak RSS", "MiB"),
+    ("database size after the cold mirror", "database size", "MiB"),
+    ("device list page, 50 rows, no filter", "device list page p95", "ms"),
+    ("node list page, no filter", "node list page p95", "ms"),
+    ("dashboard", "dashboard p95", "ms"),
+    ("API /api/v1/devices/?limit=100, first page", "API first page p95", "ms"),
+    ("API ?limit=100&cursor=", "API deep page by cursor p95", "ms"),
+    ("API export/", "JSON Lines export of every device, max of 5", "ms"),
+]
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def growth_value(rows: list[list[str]], prefix: str) -> float | None:
+    """The last number of the first report row whose label starts with ``prefix``."""
+    for label, value, _target, _verdict in rows:
+        if label.strip().startswith(prefix):
+            numbers = _NUMBER.findall(value)
+            return float(numbers[-1].replace(",", "")) if numbers else None
+    return None
+
+
+def growth(sizes: list[int], page_rounds: int) -> None:
+    """Runs the cold mirror, the resync and the pages at each size (no watch phases: their
+    rates do not grow with the cluster) in a process of its own, then prints each figure per
+    size with its growth against the cluster's."""
+    results = []
+    for nodes in sizes:
+        with tempfile.NamedTemporaryFile(suffix=".json") as output:
+            print(f"\n=== {nodes:,} nodes ===", flush=True)
+            started = time.perf_counter()
+            subprocess.run(
+                [
+                    sys.executable,
+                    str(Path(__file__).resolve()),
+                    "--nodes",
+                    str(nodes),
+                    "--rate",
+                    "0",
+                    "--burst-rate",
+                    "0",
+                    "--backlog",
+                    "0",
+                    "--page-rounds",
+                    str(page_rounds),
+                    "--json",
+                    output.name,
+                ],
+                check=True,
+            )
+            result = json.loads(Path(output.name).read_text())
+            result["seconds"] = time.perf_counter() - started
+            results.append(result)
+    print(f"\nHow cost grows with the cluster ({GPUS_PER_NODE} GPUs a node, 0.9 claims a GPU):")
+    header = "".join(f"{r['nodes']:>12,} nodes" for r in results)
+    pairs = zip(results, results[1:], strict=False)
+    steps = "".join(f"   ×{b['nodes'] / a['nodes']:g} cluster" for a, b in pairs)
+    print(f"  {'figure':<46}{header}{steps}")
+    for prefix, name, unit in GROWTH_FIGURES:
+        values = [growth_value(r["rows"], prefix) for r in results]
+        cells = "".join(
+            f"{'–' if v is None else f'{v:,.2f} {unit}' if unit == 's' else f'{v:,.0f} {unit}':>18}"
+            for v in values
+        )
+        ratios = "".join(
+            f"{'–' if not a or b is None else f'×{b / a:.1f}':>16}"
+            for a, b in zip(values, values[1:], strict=False)
+        )
+        print(f"  {name:<46}{cells}{ratios}")
+    print(
+        "  whole run per size: "
+        + ", ".join(f"{r['nodes']:,} nodes {r['seconds']:.0f} s" for r in results)
+    )
+    print(f"Machine: {machine()}")
 
 
 if __name__ == "__main__":
