@@ -176,9 +176,17 @@ class Emulator:
         collect = self.garbage_collection_interval
         tick = min(max(float(collect), 0.05), 1.0) if collect is not None else 1.0
         next_collection = time.monotonic() + (collect or 0)
+        # A pass reads every object under the store's lock: with nothing written since the
+        # version the last one started at (its own deletions count: they may orphan more), it
+        # would find nothing, so it is skipped.
+        collected_at: tuple[Store, int] | None = None
         while not self._stopping.wait(tick):
             if collect is not None and time.monotonic() >= next_collection:
-                self.collect_garbage()
+                store = self.store
+                if collected_at != (store, store.rv):
+                    started_at = (store, store.rv)
+                    self.collect_garbage()
+                    collected_at = started_at
                 next_collection = time.monotonic() + max(float(collect), 0.05)
             if self.history_window is not None:
                 self.store.compact_older_than(self.history_window)

@@ -299,7 +299,13 @@ class Reflector:
             seen.update(uid for uid in uids if uid)
             with transaction.atomic(), without_cyclic_gc():
                 commit_without_waiting()
-                stored = {} if reset else stored_versions(self.kind, [u for u in uids if u])
+                # A kind with no rows when the list began (a cold mirror) has none to compare
+                # (at worst an object is written again: every write is idempotent).
+                stored = (
+                    {}
+                    if reset or not compare
+                    else stored_versions(self.kind, [u for u in uids if u])
+                )
                 # Only objects that changed are mapped: an unchanged relist costs the list
                 # and one indexed query per page.
                 changed = [

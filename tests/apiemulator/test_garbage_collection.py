@@ -61,6 +61,54 @@ def test_a_claim_goes_within_seconds_of_its_pod() -> None:
             raise AssertionError("the claim outlived its pod by 5 s")
 
 
+def _gone(client: Cluster, kind: Kind, name: str, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            client.get(kind, name, "default")
+        except NotFound:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_the_background_collector_follows_a_chain_and_rests_when_nothing_changes() -> None:
+    """A pass's own deletions may orphan more (pod → claim → claim owned by that claim): the
+    next pass still runs. With nothing written since a pass began, later passes are skipped
+    (each reads every object under the store's lock)."""
+    with (
+        Emulator(port=0, garbage_collection_interval=0.05) as emulator,
+        Cluster(ClusterConfig(server=emulator.url, read_timeout=5)) as client,
+    ):
+        owner_pod = client.create(Kind.PODS, pod("p"))
+        first = client.create(Kind.RESOURCE_CLAIMS, claim_owned_by("c1", owner(owner_pod)))
+        owned = owner(first, kind="ResourceClaim")
+        owned["apiVersion"] = "resource.k8s.io/v1"
+        client.create(Kind.RESOURCE_CLAIMS, claim_owned_by("c2", owned))
+        client.delete(Kind.PODS, "p", "default")
+        assert _gone(client, Kind.RESOURCE_CLAIMS, "c1")
+        assert _gone(client, Kind.RESOURCE_CLAIMS, "c2")
+
+        passes: list[int] = []
+        real = emulator.store.collect_garbage
+
+        def counting() -> list[tuple[str, str, str]]:
+            passes.append(1)
+            return real()
+
+        emulator.store.collect_garbage = counting  # type: ignore[method-assign]
+        time.sleep(0.5)  # ten intervals, nothing written
+        assert len(passes) <= 1
+        client.create(Kind.PODS, pod("q"))
+        deadline = time.monotonic() + 5
+        while not passes and time.monotonic() < deadline:
+            time.sleep(0.02)
+        settled = len(passes)
+        assert settled >= 1
+        time.sleep(0.5)
+        assert len(passes) <= settled + 1
+
+
 def test_an_owner_recreated_under_the_same_name_does_not_adopt_the_old_dependents(
     emulator: Emulator, cluster: Cluster
 ) -> None:
