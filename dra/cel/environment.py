@@ -22,6 +22,7 @@ from dra.cel.libraries import (
     internal_functions,
     list_functions,
     network_functions,
+    string_functions,
 )
 from dra.quantity import Quantity, QuantityError, Stored, parse_quantity
 from dra.semver import Semver, SemverError, parse_semver
@@ -402,6 +403,7 @@ def _environment(internal: bool) -> Any:
     ]
     functions.extend(list_functions(overload, internal))
     functions.extend(network_functions(overload, internal))
+    functions.extend(string_functions(overload, internal))
     if internal:
         functions.append(
             cel.FunctionDecl(

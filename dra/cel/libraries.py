@@ -9,7 +9,7 @@ from typing import Any
 
 from cel_expr_python import cel
 
-from dra.cel import comprehensions, lists, network
+from dra.cel import comprehensions, lists, network, strings
 from dra.cel.costs import INTERNAL_FUNCTIONS
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "internal_functions",
     "list_functions",
     "network_functions",
+    "string_functions",
 ]
 
 
@@ -42,7 +43,7 @@ def index_declaration(alias: str) -> str:
 
 INDEX_DECLARATIONS = (
     "functions:\n"
-    + "".join(map(index_declaration, lists.RENAMED.values()))
+    + "".join(map(index_declaration, lists.INDEX_RENAMED.values()))
     + comprehensions.CHECKING_DECLARATIONS
 )
 
@@ -87,7 +88,7 @@ def list_functions(overload: Callable[..., Any], internal: bool) -> list[Any]:
         return functions
     string, integer = types.STRING, types.INT
     item_kinds = [*kinds.values(), dyn_list, types.Map(types.DYN, types.DYN), types.NULL]
-    for name, alias in lists.RENAMED.items():
+    for name, alias in lists.INDEX_RENAMED.items():
         on_list = lists.index_of if name == "indexOf" else lists.last_index_of
         on_string = lists.string_index_of if name == "indexOf" else lists.string_last_index_of
         functions.append(
@@ -133,6 +134,38 @@ def list_functions(overload: Callable[..., Any], internal: bool) -> list[Any]:
             )
         )
     return functions
+
+
+def string_functions(overload: Callable[..., Any], internal: bool) -> list[Any]:
+    """The renamed ``charAt``/``substring`` (:mod:`dra.cel.strings`): declared for checking,
+    implemented for evaluation."""
+    string, integer = cel.Type.STRING, cel.Type.INT
+    at, sub = strings.RENAMED["charAt"], strings.RENAMED["substring"]
+
+    def impl(function: Callable[..., Any]) -> Callable[..., Any] | None:
+        return function if internal else None
+
+    return [
+        cel.FunctionDecl(
+            at,
+            [overload(f"string_{at}_int", string, [string, integer], True, impl(strings.char_at))],
+        ),
+        cel.FunctionDecl(
+            sub,
+            [
+                overload(
+                    f"string_{sub}_int", string, [string, integer], True, impl(strings.substring)
+                ),
+                overload(
+                    f"string_{sub}_int_int",
+                    string,
+                    [string, integer, integer],
+                    True,
+                    impl(strings.substring),
+                ),
+            ],
+        ),
+    ]
 
 
 def network_functions(overload: Callable[..., Any], internal: bool) -> list[Any]:

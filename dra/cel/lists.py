@@ -26,12 +26,14 @@ import datetime
 import math
 from typing import Any
 
+from dra.cel import strings
 from dra.cel.call_costs import traversal_cost
 from dra.cel.costs import RANK, Edit, charge
 from dra.cel.errors import CelRuntimeError
 from dra.cel.syntax import Call, Node, children
 
 __all__ = [
+    "INDEX_RENAMED",
     "RENAMED",
     "cel_equal",
     "index_of",
@@ -46,7 +48,9 @@ __all__ = [
 ]
 
 # member function → the same-length alias it is declared under (see module doc)
-RENAMED = {"indexOf": "dra_idx", "lastIndexOf": "dra_lastidx"}
+INDEX_RENAMED = {"indexOf": "dra_idx", "lastIndexOf": "dra_lastidx"}
+# every renamed member call: these and the strings extension's (dra.cel.strings)
+RENAMED = {**INDEX_RENAMED, **strings.RENAMED}
 _INT_RANGE = (-(2**63), 2**63 - 1)
 _UINT_MAX = 2**64 - 1
 _DURATION_LIMIT = datetime.timedelta(microseconds=(2**63 - 1) // 1000)
@@ -187,24 +191,35 @@ def last_index_of(values: list[Any], item: Any) -> int:
 
 
 def string_index_of(text: str, part: str, offset: int = 0) -> int:
+    """cel-go's strings extension (``indexOfOffset``): an empty part is found at the offset
+    whatever it is, a negative offset is an error, one at or past the end finds nothing."""
     charge(traversal_cost(text))
     if part == "":
         return offset
-    if offset < 0 or offset >= len(text):
+    if offset < 0:
         raise CelRuntimeError(f"index out of range: {offset}")
+    if offset >= len(text):
+        return -1
     return text.find(part, offset)
 
 
 def string_last_index_of(text: str, part: str, offset: int | None = None) -> int:
+    """cel-go's ``lastIndexOf``/``lastIndexOfOffset``: without an offset, from the last
+    character (an empty part is found at the end, a part longer than the text nowhere); a
+    negative offset is an error, one at or past the end finds nothing."""
     charge(traversal_cost(text))
     if offset is None:
         if part == "":
             return len(text)
+        if len(text.encode()) < len(part.encode()):  # Go compares byte lengths here
+            return -1
         offset = len(text) - 1
     if part == "":
         return offset
-    if offset < 0 or offset >= len(text):
+    if offset < 0:
         raise CelRuntimeError(f"index out of range: {offset}")
+    if offset >= len(text):
+        return -1
     return text.rfind(part, 0, offset + len(part))
 
 

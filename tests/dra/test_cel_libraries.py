@@ -63,7 +63,7 @@ def test_the_lists_library_evaluates_like_kubernetes(expression):
         ("[1].filter(x, x > 5).max() == 0", "max called on empty list"),
         ("[9223372036854775807, 1].sum() == 0", "integer overflow"),
         ("[18446744073709551615u, 1u].sum() == 0u", "unsigned integer overflow"),
-        ('"abc".indexOf("b", 5) == 1', "index out of range: 5"),
+        ('"abc".indexOf("b", -1) == 1', "index out of range: -1"),
         # each pass over the list is charged: 400,000 (range) + 400,000 (sum) + 400,000 (max)
         ("cel.bind(l, lists.range(400000), l.sum() + l.max() > 0)", "cost limit"),
     ],
