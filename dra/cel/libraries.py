@@ -79,6 +79,18 @@ def list_functions(overload: Callable[..., Any], internal: bool) -> list[Any]:
         for index, kind in enumerate(COMPARABLE)
     ]
     functions = [
+        cel.FunctionDecl(
+            lists.RANGE_ALIAS,
+            [
+                overload(
+                    f"{lists.RANGE_ALIAS}_int",
+                    types.List(types.INT),
+                    [types.INT],
+                    False,
+                    lists.lists_range if internal else None,
+                )
+            ],
+        ),
         cel.FunctionDecl("isSorted", sorted_overloads),
         typed("sum", lambda kind: kind, SUMMABLE),
         typed("min", lambda kind: kind, COMPARABLE),

@@ -30,16 +30,19 @@ from dra.cel import strings
 from dra.cel.call_costs import traversal_cost
 from dra.cel.costs import RANK, Edit, charge
 from dra.cel.errors import CelRuntimeError
-from dra.cel.syntax import Call, Node, children
+from dra.cel.syntax import Call, Ident, Node, children
 
 __all__ = [
     "INDEX_RENAMED",
+    "RANGE_ALIAS",
     "RENAMED",
     "cel_equal",
     "index_of",
     "is_sorted",
     "last_index_of",
     "list_edits",
+    "lists_range",
+    "range_edits",
     "maximum_index",
     "minimum_index",
     "string_index_of",
@@ -51,6 +54,10 @@ __all__ = [
 INDEX_RENAMED = {"indexOf": "dra_idx", "lastIndexOf": "dra_lastidx"}
 # every renamed member call: these and the strings extension's (dra.cel.strings)
 RENAMED = {**INDEX_RENAMED, **strings.RENAMED}
+# ``lists.range(n)`` in the evaluated text (never the checked one: types and compile errors
+# stay cel-cpp's declaration's): cel-cpp's reserves n elements first and fails in C++ on a
+# negative n, where cel-go's counts up to n and answers an empty list.
+RANGE_ALIAS = "dra_lrange"
 _INT_RANGE = (-(2**63), 2**63 - 1)
 _UINT_MAX = 2**64 - 1
 _DURATION_LIMIT = datetime.timedelta(microseconds=(2**63 - 1) // 1000)
@@ -190,6 +197,12 @@ def last_index_of(values: list[Any], item: Any) -> int:
 # (indices are in code points; an offset outside the string is an error).
 
 
+def lists_range(size: int) -> list[int]:
+    """cel-go's ``lists.range``: 0, 1, … up to ``size`` (none for a size of 0 or below). The
+    meter has charged for the list before it is built."""
+    return list(range(size)) if size > 0 else []
+
+
 def string_index_of(text: str, part: str, offset: int = 0) -> int:
     """cel-go's strings extension (``indexOfOffset``): an empty part is found at the offset
     whatever it is, a negative offset is an error, one at or past the end finds nothing."""
@@ -229,6 +242,38 @@ _SUM = (
     "{v}.size() == 0 ? dyn(0) : type({v}[0]) == uint ? dra_list_sum_uint({v}) : "
     "type({v}[0]) == google.protobuf.Duration ? dra_list_sum_duration({v}) : dra_list_sum({v})"
 )
+
+
+def range_edits(text: str, tree: Node) -> list[Edit]:
+    """``lists.range(…)`` → ``dra_lrange(…)`` (:func:`lists_range`), for every call in
+    ``tree`` whose ``lists`` is the namespace (no variable of that name is in scope there:
+    CEL has none, comprehension variables aside)."""
+    edits: list[Edit] = []
+    stack: list[tuple[Node, frozenset[str]]] = [(tree, frozenset())]
+    while stack:
+        node, scope = stack.pop()
+        if isinstance(node, Call) and node.target is not None and node.args:
+            names = {arg.name for arg in node.args[:-1] if isinstance(arg, Ident)}
+            inner = scope | names if node.function in _SCOPING else scope
+            stack.extend((child, inner) for child in children(node))
+        else:
+            stack.extend((child, scope) for child in children(node))
+        if not (isinstance(node, Call) and node.function == "range"):
+            continue
+        target = node.target
+        if isinstance(target, Ident) and target.name == "lists" and "lists" not in scope:
+            end = text.index("(", target.end)
+            edits.append((target.start, end, RANGE_ALIAS, 0))
+    return edits
+
+
+# macros whose leading identifier arguments are variables inside their last one
+_SCOPING = frozenset(
+    {
+        "all", "exists", "exists_one", "existsOne", "map", "filter", "sortBy", "transformList",
+        "transformMap", "transformMapEntry", "bind",
+    }
+)  # fmt: skip
 
 
 def list_edits(text: str, tree: Node) -> list[Edit]:

@@ -26,7 +26,7 @@ from dra.cel.comprehensions import (
     two_variable_arity,
 )
 from dra.cel.costs import RANK, Edit, meter_edits
-from dra.cel.lists import RENAMED, list_edits
+from dra.cel.lists import RANGE_ALIAS, RENAMED, list_edits, range_edits
 from dra.cel.network import RESERVED as NETWORK_RESERVED
 from dra.cel.network import network_edits
 from dra.cel.syntax import (
@@ -85,7 +85,7 @@ class UnknownFunction(ValueError):
         self.position = position
 
 
-_RESERVED = frozenset(RENAMED.values()) | NETWORK_RESERVED
+_RESERVED = frozenset(RENAMED.values()) | {RANGE_ALIAS} | NETWORK_RESERVED
 
 
 @dataclass(slots=True)
@@ -300,6 +300,7 @@ class _Analyzer:
         if node.target is not None and node.function in RENAMED:
             start = self.walk.text.index(node.function, node.target.end)
             self.walk.rename(start, start + len(node.function), RENAMED[node.function])
+
         if node.target is None and node.function == "has" and len(node.args) == 1:
             argument = node.args[0]
             if isinstance(argument, Select) and not argument.optional:
@@ -364,14 +365,14 @@ def _ranked(edits: list[tuple[int, int, str]]) -> list[Edit]:
 
 
 def _late_rewrites(text: str) -> str:
-    """``text`` with its network values and two-variable comprehensions (and ``existsOne``,
-    ``unwrap``) rewritten into what cel-cpp evaluates. ``text`` is our own rewrite of an
-    accepted selector: deeper than the original by the meter's bindings, so parsed with a
-    higher nesting limit."""
+    """``text`` with its network values, two-variable comprehensions (and ``existsOne``,
+    ``unwrap``) and ``lists.range`` calls rewritten into what cel-cpp evaluates. ``text`` is
+    our own rewrite of an accepted selector: deeper than the original by the meter's
+    bindings, so parsed with a higher nesting limit."""
     tree = parse(text, limit=_REWRITTEN_NESTING)
     _, network = network_edits(text, tree)
     _, comprehensions = comprehension_edits(text, tree)
-    return _apply(text, network + comprehensions)
+    return _apply(text, network + comprehensions + range_edits(text, tree))
 
 
 # Each nesting level of a selector gains at most a few levels of bindings and charges.
@@ -447,7 +448,7 @@ def analyze(
     exact = _apply(
         text, edits + exact_edits + _equality_edits(tree, quantity_equalities, exact_edits)
     )
-    if network_evaluated or comprehension_evaluated:
+    if network_evaluated or comprehension_evaluated or range_edits(text, tree):
         # The meter charges what upstream evaluates, on the original tree. What cel-cpp lacks
         # (two-variable comprehensions, network values) is rewritten afterwards, in the metered
         # text: the meter binds each range and argument to a name and leaves the call itself

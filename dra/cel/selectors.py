@@ -151,10 +151,6 @@ class CompiledSelector:
                 return None
             return _runtime_message(str(error))
         except ValueError as error:
-            # cel-cpp's lists.range(n) reserves n elements first: a negative n fails in C++
-            # (upstream answers an empty list; docs/allocator.md lists the difference).
-            if "vector::reserve" in str(error):
-                return "lists.range: the size must not be negative"
             return _runtime_message(str(error))
         return result if settle(root_cost) else None
 

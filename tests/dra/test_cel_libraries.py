@@ -38,6 +38,10 @@ LIST_VALUES = [
     ' == timestamp("2019-01-01T00:00:00Z")',
     "[[3, 1].min(), 2].max() == 2",
     "lists.range(10).map(x, x * 2).max() == 18",
+    # cel-go's lists.range counts up to its size: none for a negative one (cel-cpp's failed)
+    "lists.range(-1) == [] && lists.range(0) == [] && lists.range(-5).size() == 0",
+    "cel.bind(r, lists.range(-2), r.all(x, false)) && lists . range(2) == [0, 1]",
+    "lists.range(3).all(i, v, i == v) && [1].all(lists, lists > 0)",
     f"[{A}.cores, {A}.cores].min() == 3",  # [{A}.cores, 5] mixes any and int: no compile
     "[1, 2, 2, 3].indexOf(2) == 1 && [1, 2, 2, 3].lastIndexOf(2) == 2",
     '["a", "b", "b", "c"].lastIndexOf("b") == 2',
