@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from celery import Celery
+from celery import _state as celery_state
 from celery.contrib.testing.worker import start_worker
 
 from portal.logs import context, current_request_id, log_context
@@ -20,15 +21,24 @@ def worker_app():
         values = context()
         return {key: values.get(key) for key in ("request_id", "task_name", "task_id")}
 
-    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
-        yield app, log_context_task
+    # A worker marks the whole process as one whose tasks must not wait on results (celery's
+    # ``task_join_will_block``). ``start_worker`` unmarks it once the worker is up, but the
+    # worker's thread may mark it again after that (a race): then every later eager ``.get()``
+    # in this process raised "Never call result.get() within a task!". Restore it, and wait
+    # on results below as the caller outside any task that these tests are.
+    blocked = celery_state.task_join_will_block()
+    try:
+        with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
+            yield app, log_context_task
+    finally:
+        celery_state._set_task_join_will_block(blocked)
 
 
 def test_a_task_runs_under_the_request_id_that_enqueued_it(worker_app):
     _, task = worker_app
     with log_context(request_id="web-request-1"):
         result = task.delay()
-    values = result.get(timeout=20)
+    values = result.get(timeout=20, disable_sync_subtasks=False)
     assert values["request_id"] == "web-request-1"
     assert values["task_name"] == "tests.log_context"
     assert values["task_id"] == result.id
@@ -37,7 +47,7 @@ def test_a_task_runs_under_the_request_id_that_enqueued_it(worker_app):
 def test_a_task_enqueued_outside_a_request_has_none(worker_app):
     _, task = worker_app
     assert current_request_id() is None
-    values = task.delay().get(timeout=20)
+    values = task.delay().get(timeout=20, disable_sync_subtasks=False)
     assert values["request_id"] is None
     assert values["task_name"] == "tests.log_context"
 
