@@ -194,7 +194,8 @@ def last_index_of(values: list[Any], item: Any) -> int:
 
 
 # The string overloads of the renamed functions, as cel-go's strings extension defines them
-# (indices are in code points; an offset outside the string is an error).
+# (indices are in code points; a negative offset is an error, one past the end finds nothing).
+# ``lists_range`` first: cel-go's ``lists.range``, evaluated in place of cel-cpp's.
 
 
 def lists_range(size: int) -> list[int]:
@@ -245,35 +246,21 @@ _SUM = (
 
 
 def range_edits(text: str, tree: Node) -> list[Edit]:
-    """``lists.range(…)`` → ``dra_lrange(…)`` (:func:`lists_range`), for every call in
-    ``tree`` whose ``lists`` is the namespace (no variable of that name is in scope there:
-    CEL has none, comprehension variables aside)."""
+    """``lists.range(…)`` → ``dra_lrange(…)`` (:func:`lists_range`) for every such call in
+    ``tree``. A variable named ``lists`` does not shadow it: CEL resolves a namespaced function
+    first (cel-cpp did so here too)."""
     edits: list[Edit] = []
-    stack: list[tuple[Node, frozenset[str]]] = [(tree, frozenset())]
+    if "range" not in text:
+        return edits
+    stack: list[Node] = [tree]
     while stack:
-        node, scope = stack.pop()
-        if isinstance(node, Call) and node.target is not None and node.args:
-            names = {arg.name for arg in node.args[:-1] if isinstance(arg, Ident)}
-            inner = scope | names if node.function in _SCOPING else scope
-            stack.extend((child, inner) for child in children(node))
-        else:
-            stack.extend((child, scope) for child in children(node))
-        if not (isinstance(node, Call) and node.function == "range"):
-            continue
-        target = node.target
-        if isinstance(target, Ident) and target.name == "lists" and "lists" not in scope:
-            end = text.index("(", target.end)
-            edits.append((target.start, end, RANGE_ALIAS, 0))
+        node = stack.pop()
+        stack.extend(children(node))
+        if isinstance(node, Call) and node.function == "range":
+            target = node.target
+            if isinstance(target, Ident) and target.name == "lists":
+                edits.append((target.start, text.index("(", target.end), RANGE_ALIAS, 0))
     return edits
-
-
-# macros whose leading identifier arguments are variables inside their last one
-_SCOPING = frozenset(
-    {
-        "all", "exists", "exists_one", "existsOne", "map", "filter", "sortBy", "transformList",
-        "transformMap", "transformMapEntry", "bind",
-    }
-)  # fmt: skip
 
 
 def list_edits(text: str, tree: Node) -> list[Edit]:

@@ -300,7 +300,6 @@ class _Analyzer:
         if node.target is not None and node.function in RENAMED:
             start = self.walk.text.index(node.function, node.target.end)
             self.walk.rename(start, start + len(node.function), RENAMED[node.function])
-
         if node.target is None and node.function == "has" and len(node.args) == 1:
             argument = node.args[0]
             if isinstance(argument, Select) and not argument.optional:
@@ -450,9 +449,10 @@ def analyze(
     )
     if network_evaluated or comprehension_evaluated or range_edits(text, tree):
         # The meter charges what upstream evaluates, on the original tree. What cel-cpp lacks
-        # (two-variable comprehensions, network values) is rewritten afterwards, in the metered
-        # text: the meter binds each range and argument to a name and leaves the call itself
-        # (``<name>.all(i, v, …)``, ``string(<name>)``) where the later rewrites find it.
+        # or gets wrong (two-variable comprehensions, network values, ``lists.range`` of a
+        # negative size) is rewritten afterwards, in the metered text: the meter binds each
+        # range and argument to a name and leaves the call itself (``<name>.all(i, v, …)``,
+        # ``string(<name>)``) where the later rewrites find it.
         evaluated, exact = _late_rewrites(evaluated), _late_rewrites(exact)
     return SelectorReads(
         checked,

@@ -42,6 +42,7 @@ LIST_VALUES = [
     "lists.range(-1) == [] && lists.range(0) == [] && lists.range(-5).size() == 0",
     "cel.bind(r, lists.range(-2), r.all(x, false)) && lists . range(2) == [0, 1]",
     "lists.range(3).all(i, v, i == v) && [1].all(lists, lists > 0)",
+    "cel.bind(lists, 5, lists.range(-2) == [])",  # a namespaced function is not shadowed
     f"[{A}.cores, {A}.cores].min() == 3",  # [{A}.cores, 5] mixes any and int: no compile
     "[1, 2, 2, 3].indexOf(2) == 1 && [1, 2, 2, 3].lastIndexOf(2) == 2",
     '["a", "b", "b", "c"].lastIndexOf("b") == 2',
