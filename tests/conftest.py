@@ -51,14 +51,24 @@ ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 @pytest.fixture(autouse=True)
 def _celery_runs_in_process():
     """Tasks run in the test's process, even when REDIS_URL points Celery at a broker; tests
-    of the broker itself talk to it explicitly."""
+    of the broker itself talk to it explicitly.
+
+    A test calls tasks as a caller outside any task, whatever ran before it in this process:
+    a Celery worker started in a test marks the whole process as one whose results must not
+    be waited on (``task_join_will_block``) and can leave it so, and every eager ``.get()``
+    after it then raised "Never call result.get() within a task!" (twice in CI)."""
+    from celery import _state as celery_state
+
     from portal.celery import app
 
+    blocked = celery_state.task_join_will_block()
+    celery_state._set_task_join_will_block(False)
     # With the CELERY settings namespace the Django-style key is the one Celery reads.
     eager = app.conf.get("CELERY_TASK_ALWAYS_EAGER")
     app.conf["CELERY_TASK_ALWAYS_EAGER"] = True
     yield
     app.conf["CELERY_TASK_ALWAYS_EAGER"] = eager
+    celery_state._set_task_join_will_block(blocked)
 
 
 @pytest.fixture(autouse=True)

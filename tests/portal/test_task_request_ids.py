@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from celery import Celery
-from celery import _state as celery_state
 from celery.contrib.testing.worker import start_worker
 
 from portal.logs import context, current_request_id, log_context
@@ -21,17 +20,12 @@ def worker_app():
         values = context()
         return {key: values.get(key) for key in ("request_id", "task_name", "task_id")}
 
-    # A worker marks the whole process as one whose tasks must not wait on results (celery's
-    # ``task_join_will_block``). ``start_worker`` unmarks it once the worker is up, but the
-    # worker's thread may mark it again after that (a race): then every later eager ``.get()``
-    # in this process raised "Never call result.get() within a task!". Restore it, and wait
-    # on results below as the caller outside any task that these tests are.
-    blocked = celery_state.task_join_will_block()
-    try:
-        with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
-            yield app, log_context_task
-    finally:
-        celery_state._set_task_join_will_block(blocked)
+    # The worker marks the process as one whose results must not be waited on (celery's
+    # ``task_join_will_block``), and its thread may do so after ``start_worker`` unmarked it:
+    # the tests below wait on results as the callers outside any task that they are
+    # (tests/conftest.py unmarks the process before each test).
+    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
+        yield app, log_context_task
 
 
 def test_a_task_runs_under_the_request_id_that_enqueued_it(worker_app):
